@@ -1,0 +1,64 @@
+#pragma once
+/// \file error.hpp
+/// The error model: preconditions on configurations (`config_error`) and malformed text
+/// (`parse_error`). Schedule data is never an error: `validate` reports it instead.
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace ppsched {
+
+/// Thrown at run time when a configuration breaks a documented precondition
+/// (for example a schedule that cannot serve the requested configuration).
+class config_error : public std::invalid_argument {
+public:
+    using std::invalid_argument::invalid_argument;
+};
+
+/// Thrown when text (an action string, a CSV file, a cost file) cannot be read.
+/// `line()` and `column()` are 1-based; 0 means "not applicable".
+class parse_error : public std::runtime_error {
+public:
+    parse_error(const std::string& message, std::size_t line, std::size_t column)
+        : std::runtime_error(message), line_(line), column_(column) {}
+    [[nodiscard]] std::size_t line() const noexcept { return line_; }
+    [[nodiscard]] std::size_t column() const noexcept { return column_; }
+
+private:
+    std::size_t line_;
+    std::size_t column_;
+};
+
+namespace detail {
+
+inline void append_piece(std::string& out, std::string_view s) { out += s; }
+inline void append_piece(std::string& out, const char* s) { out += s; }
+inline void append_piece(std::string& out, char c) { out += c; }
+template <class T>
+    requires std::is_arithmetic_v<T>
+void append_piece(std::string& out, T v) {
+    out += std::to_string(v);
+}
+
+/// Deliberately not constexpr: reaching it during constant evaluation makes the compiler
+/// stop and quote the failing `PPSCHED_EXPECTS` line, message included.
+template <class... Pieces>
+[[noreturn]] void precondition_failed(const Pieces&... pieces) {
+    std::string message;
+    (append_piece(message, pieces), ...);
+    throw config_error(message);
+}
+
+} // namespace detail
+} // namespace ppsched
+
+/// Checks a precondition. The message pieces (string literals and numbers) are concatenated
+/// into the `config_error` thrown at run time; in a constant expression the compiler rejects
+/// the call and its diagnostic shows this line with the message.
+#define PPSCHED_EXPECTS(cond, ...)                                                                 \
+    do {                                                                                           \
+        if (!(cond)) ::ppsched::detail::precondition_failed(__VA_ARGS__);                          \
+    } while (false)

@@ -1,0 +1,52 @@
+#pragma once
+/// \file generate.hpp
+/// `generate<S>(cfg)`: the order of a schedule policy for a configuration.
+
+#include <utility>
+
+#include "ppsched/concepts.hpp"
+#include "ppsched/config.hpp"
+#include "ppsched/order.hpp"
+
+namespace ppsched {
+
+/// The pipeline order of the schedule `policy` for `cfg` (placement taken from the policy).
+/// Throws `config_error` (at compile time: a diagnostic) when `cfg` is malformed or the schedule
+/// does not support it. Complexity: linear in the number of slots produced.
+template <schedule S>
+[[nodiscard]] constexpr order generate(const S& policy, config cfg) {
+    cfg.placement = S::placement;
+    check(cfg);
+    policy.check(cfg);
+    if constexpr (requires { { policy.generate(cfg) } -> std::same_as<order>; }) {
+        return policy.generate(cfg);
+    } else {
+        order o(cfg);
+        for (int r = 0; r < cfg.ranks; ++r) {
+            for (const auto& s : policy.rank_actions(cfg, r)) {
+                const action* a = detail::slot_action(s);
+                if (a)
+                    o.push(r, *a);
+                else
+                    o.push_idle(r);
+            }
+        }
+        return o;
+    }
+}
+
+/// `generate(S{}, cfg)` for a policy type.
+template <schedule S>
+[[nodiscard]] constexpr order generate(const config& cfg) {
+    return generate(S{}, cfg);
+}
+
+/// `generate(Policy, cfg)` for a configured policy value (a structural type), e.g.
+/// `generate<megatron_interleaved{.microbatch_group_size = 4}>(cfg)`.
+template <auto Policy>
+    requires schedule<std::remove_cvref_t<decltype(Policy)>>
+[[nodiscard]] constexpr order generate(const config& cfg) {
+    return generate(Policy, cfg);
+}
+
+} // namespace ppsched

@@ -1,0 +1,53 @@
+#pragma once
+/// \file infer_config.hpp
+/// Recovering a configuration from the actions of an order (for orders read from files).
+
+#include <array>
+
+#include "ppsched/action.hpp"
+#include "ppsched/config.hpp"
+#include "ppsched/order.hpp"
+
+namespace ppsched {
+
+/// The configuration an order makes obvious: ranks = number of rows, stages = highest stage + 1
+/// (rounded up to a multiple of the ranks), microbatches = highest microbatch + 1, and the `v`
+/// placement when every stage sits where `v` puts it but `loop` does not.
+/// Complexity: linear in the number of slots.
+template <order_range R>
+[[nodiscard]] constexpr config infer_config(const R& rows) {
+    config cfg;
+    int ranks = 0, max_stage_seen = -1, max_mb = -1;
+    for (const auto& row : rows) {
+        (void)row;
+        ++ranks;
+    }
+    bool loop_ok = true, v_ok = true;
+    int r = 0;
+    for (const auto& row : rows) {
+        for (const auto& s : row) {
+            const action* a = detail::slot_action(s);
+            if (!a) continue;
+            std::array<action, 2> parts;
+            const int n = a->parts(parts);
+            for (int i = 0; i < n; ++i) {
+                const action& p = parts[static_cast<std::size_t>(i)];
+                if (p.stage() > max_stage_seen) max_stage_seen = p.stage();
+                if (p.microbatch() > max_mb) max_mb = p.microbatch();
+                const int pass = p.stage() / (ranks > 0 ? ranks : 1);
+                const int pos = p.stage() % (ranks > 0 ? ranks : 1);
+                if (pos != r) loop_ok = false;
+                if ((pass % 2 == 1 ? ranks - 1 - pos : pos) != r) v_ok = false;
+            }
+        }
+        ++r;
+    }
+    cfg.ranks = ranks > 0 ? ranks : 1;
+    const int stages = max_stage_seen + 1;
+    cfg.stages_per_rank = stages <= 0 ? 1 : (stages + cfg.ranks - 1) / cfg.ranks;
+    cfg.microbatches = max_mb + 1 > 0 ? max_mb + 1 : 1;
+    cfg.placement = (!loop_ok && v_ok) ? stage_placement::v : stage_placement::loop;
+    return cfg;
+}
+
+} // namespace ppsched

@@ -1,0 +1,91 @@
+#include <ppsched/io/csv.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string without_cr(std::string s) {
+    std::string out;
+    for (char c : s)
+        if (c != '\r') out += c;
+    return out;
+}
+} // namespace
+
+TEST_CASE("every conformance CSV reads and writes back identically", "[csv][conformance]") {
+    const fs::path root = PPSCHED_CONFORMANCE_DIR;
+    REQUIRE(fs::exists(root));
+    std::size_t files = 0, cells = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+        if (entry.path().extension() != ".csv") continue;
+        const std::string text = ppsched::io::read_file(entry.path().string());
+        INFO(entry.path().string());
+        const auto rows = ppsched::io::read_csv_rows(text, entry.path().string());
+        std::string expected = without_cr(text);
+        if (!expected.empty() && expected.back() != '\n') expected += '\n';
+        CHECK(ppsched::io::write_csv(rows) == expected);
+        for (const auto& row : rows)
+            for (const auto& s : row)
+                if (s) {
+                    // Each action string prints back to itself.
+                    CHECK(ppsched::parse_action(ppsched::to_string(*s)) == *s);
+                    ++cells;
+                }
+        ++files;
+    }
+    CHECK(files > 400);
+    CHECK(cells > 10000);
+}
+
+TEST_CASE("CRLF and LF read the same", "[csv]") {
+    const auto lf = ppsched::io::read_csv("0F0,,0B0\n1F0,1B0\n");
+    const auto crlf = ppsched::io::read_csv("0F0,,0B0\r\n1F0,1B0\r\n");
+    CHECK(lf == crlf);
+    REQUIRE(lf.num_ranks() == 2);
+    CHECK(lf[0].size() == 3);
+    CHECK(lf[0][1].is_idle());
+    CHECK(lf.cfg().ranks == 2);
+    CHECK(lf.cfg().stages_per_rank == 1);
+    CHECK(lf.cfg().microbatches == 1);
+}
+
+TEST_CASE("a V-placed order infers the v placement", "[csv]") {
+    const auto o = ppsched::io::read_csv("0F0,3F0,3B0,0B0\n1F0,2F0,2B0,1B0\n");
+    CHECK(o.cfg().placement == ppsched::stage_placement::v);
+    CHECK(o.cfg().stages_per_rank == 2);
+}
+
+TEST_CASE("malformed CSV reports file, line and column", "[csv][errors]") {
+    struct bad {
+        const char* text;
+        std::size_t line, column;
+    };
+    const bad cases[] = {
+        {"0F0,0B0\n1F0,1X0\n", 2, 6},       // unknown kind
+        {"0F0,F0\n", 1, 5},                 // empty stage
+        {"0F0,0B-1\n", 1, 7},               // negative microbatch
+        {"0F0,0B99999999999\n", 1, 7},      // overflowing microbatch
+        {"(0F0;1B0\n", 1, 9},               // unbalanced parenthesis
+        {"0F0 ,0B0\n", 1, 4},               // stray character
+        {"0F0,0B0\n1F0,\"1B0\"\n", 2, 5},   // quotes are not part of the format
+    };
+    for (const auto& c : cases) {
+        INFO(c.text);
+        try {
+            (void)ppsched::io::read_csv(c.text, "f.csv");
+            FAIL("accepted");
+        } catch (const ppsched::parse_error& e) {
+            CHECK(e.line() == c.line);
+            CHECK(e.column() == c.column);
+            CHECK_THAT(e.what(), Catch::Matchers::StartsWith("f.csv:" + std::to_string(c.line) + ":"));
+        }
+    }
+}
+
+TEST_CASE("a missing file is a parse_error", "[csv][errors]") {
+    CHECK_THROWS_AS(ppsched::io::read_csv_file("/nonexistent/x.csv"), ppsched::parse_error);
+}
