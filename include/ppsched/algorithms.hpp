@@ -1,0 +1,6 @@
+#pragma once
+/// \file algorithms.hpp
+/// Umbrella header: every generic algorithm on orders (validation, lowering, spacing,
+/// simulation).
+
+#include "ppsched/algorithms/validate.hpp"

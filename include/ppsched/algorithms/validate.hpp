@@ -1,0 +1,790 @@
+#pragma once
+/// \file algorithms/validate.hpp
+/// `validate(order)`: checks that an order (compute-only or lowered) can be run. Constexpr,
+/// never throws for bad schedule data: it returns a `validation_report` that converts to `bool`
+/// (true = valid) so it works in `static_assert`, and lists each violation with its rule, rank,
+/// step and action. Human messages are produced at run time by `describe` / `to_string`.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ppsched/action.hpp"
+#include "ppsched/config.hpp"
+#include "ppsched/order.hpp"
+
+namespace ppsched {
+
+/// The rule a violation breaks.
+enum class rule : std::uint8_t {
+    invalid_config,          ///< the configuration itself is malformed (see `check(config)`)
+    rank_count,              ///< the order does not have one row per rank
+    stage_out_of_range,      ///< stage index >= num_stages()
+    microbatch_out_of_range, ///< microbatch index >= microbatches
+    wrong_rank,              ///< the action's stage is not placed on this rank
+    duplicate_action,        ///< the same action appears twice (F, I, W, B, SEND, RECV, ...)
+    missing_forward,         ///< a (stage, microbatch) has no forward
+    missing_backward,        ///< a (stage, microbatch) has neither B nor I
+    mixed_backward,          ///< a (stage, microbatch) has both B and I/W
+    missing_weight,          ///< an I without its W, or a W without its I
+    weight_before_input,     ///< W runs before the I of the same stage and microbatch
+    backward_before_forward, ///< a backward runs before the forward of its stage and microbatch
+    dependency_order,        ///< an action runs before the action it needs, on the same rank
+    missing_recv,            ///< lowered: compute needs data from another rank, no RECV before it
+    unmatched_send,          ///< lowered: a SEND without the matching RECV on the peer rank
+    unmatched_recv,          ///< lowered: a RECV without the matching SEND on the peer rank
+    needless_p2p,            ///< lowered: SEND/RECV with no peer stage or a peer on the same rank
+    send_before_compute,     ///< lowered: a SEND before the compute that produces its data
+    compute_while_sharded,   ///< lowered: compute on a stage outside its UNSHARD ... RESHARD
+    shard_mismatch,          ///< lowered: UNSHARD of an unsharded stage, RESHARD of a sharded one
+    reduce_grad_early,       ///< lowered: REDUCE_GRAD before the stage's last backward
+    deadlock,                ///< ranks wait on each other forever (a wait-for cycle)
+};
+
+/// Number of rules.
+inline constexpr std::size_t rule_count = 22;
+
+/// Short identifier of a rule (`"missing_recv"`).
+[[nodiscard]] constexpr std::string_view to_string_view(rule r) noexcept {
+    constexpr std::array<std::string_view, rule_count> names{"invalid_config",
+                                                             "rank_count",
+                                                             "stage_out_of_range",
+                                                             "microbatch_out_of_range",
+                                                             "wrong_rank",
+                                                             "duplicate_action",
+                                                             "missing_forward",
+                                                             "missing_backward",
+                                                             "mixed_backward",
+                                                             "missing_weight",
+                                                             "weight_before_input",
+                                                             "backward_before_forward",
+                                                             "dependency_order",
+                                                             "missing_recv",
+                                                             "unmatched_send",
+                                                             "unmatched_recv",
+                                                             "needless_p2p",
+                                                             "send_before_compute",
+                                                             "compute_while_sharded",
+                                                             "shard_mismatch",
+                                                             "reduce_grad_early",
+                                                             "deadlock"};
+    const auto i = static_cast<std::size_t>(r);
+    return i < rule_count ? names[i] : std::string_view{"?"};
+}
+
+/// One broken rule. Positions are (rank, step) with `step` the slot index in the rank's row
+/// (idle slots count); -1 means "no such position" (e.g. for a missing action).
+struct violation {
+    rule what = rule::invalid_config;
+    int rank = -1;    ///< rank where it happens (or should have happened)
+    int step = -1;    ///< slot index on `rank`, -1 when the action is missing
+    action subject{}; ///< the offending (or missing) action
+    bool has_subject = false;
+    int other_rank = -1; ///< position of a related action (dependency, first copy, awaited)
+    int other_step = -1;
+    action other{}; ///< the related action
+    bool has_other = false;
+    int expected = -1; ///< rank_count: expected rows; wrong_rank: the stage's rank
+
+    friend constexpr bool operator==(const violation&, const violation&) noexcept = default;
+};
+
+/// The result of `validate`: empty when the order is valid.
+class validation_report {
+  public:
+    /// True when the order is valid.
+    [[nodiscard]] constexpr explicit operator bool() const noexcept { return items_.empty(); }
+    [[nodiscard]] constexpr bool valid() const noexcept { return items_.empty(); }
+    [[nodiscard]] constexpr std::size_t size() const noexcept { return items_.size(); }
+    [[nodiscard]] constexpr bool empty() const noexcept { return items_.empty(); }
+    [[nodiscard]] constexpr auto begin() const noexcept { return items_.begin(); }
+    [[nodiscard]] constexpr auto end() const noexcept { return items_.end(); }
+    [[nodiscard]] constexpr const violation& operator[](std::size_t i) const noexcept {
+        return items_[i];
+    }
+    [[nodiscard]] constexpr const std::vector<violation>& violations() const noexcept {
+        return items_;
+    }
+    /// Number of violations of rule `r`.
+    [[nodiscard]] constexpr std::size_t count(rule r) const noexcept {
+        std::size_t n = 0;
+        for (const auto& v : items_) n += v.what == r ? 1 : 0;
+        return n;
+    }
+    /// True when some violation breaks rule `r`.
+    [[nodiscard]] constexpr bool has(rule r) const noexcept { return count(r) > 0; }
+    /// The first violation of rule `r`, or nullptr.
+    [[nodiscard]] constexpr const violation* find(rule r) const noexcept {
+        for (const auto& v : items_)
+            if (v.what == r) return &v;
+        return nullptr;
+    }
+
+    /// Appends a violation (used by `validate`).
+    constexpr void add(const violation& v) { items_.push_back(v); }
+
+  private:
+    std::vector<violation> items_;
+};
+
+namespace detail {
+
+/// A position in an order: rank and slot index; rank -1 means "absent".
+struct order_pos {
+    int rank = -1;
+    int step = -1;
+    [[nodiscard]] constexpr bool present() const noexcept { return rank >= 0; }
+};
+
+/// The kinds of (stage, microbatch) events validation tracks, as dense table planes.
+enum class event_class : int { f, i, w, b, send_f, recv_f, send_b, recv_b };
+inline constexpr int event_class_count = 8;
+
+/// The plane of an action kind, or -1 for kinds without a microbatch.
+[[nodiscard]] constexpr int event_plane(action_kind k) noexcept {
+    switch (k) {
+    case action_kind::forward:
+        return 0;
+    case action_kind::backward_input:
+        return 1;
+    case action_kind::backward_weight:
+        return 2;
+    case action_kind::full_backward:
+        return 3;
+    case action_kind::send_f:
+        return 4;
+    case action_kind::recv_f:
+        return 5;
+    case action_kind::send_b:
+        return 6;
+    case action_kind::recv_b:
+        return 7;
+    default:
+        return -1;
+    }
+}
+
+/// The validation state: the order copied flat (so any input range is walked once), and dense
+/// tables indexed by (plane, stage, microbatch) with the first position of each action.
+class validator {
+  public:
+    constexpr validator(const config& cfg) : cfg_(cfg) {}
+
+    template <order_range R>
+    constexpr validation_report run(const R& rows) {
+        if (!config_ok()) return std::move(report_);
+        load(rows);
+        S_ = cfg_.num_stages();
+        M_ = cfg_.microbatches;
+        if (rank_count_ != cfg_.ranks) {
+            violation v;
+            v.what = rule::rank_count;
+            v.expected = cfg_.ranks;
+            v.rank = rank_count_;
+            report_.add(v);
+        }
+        index_actions();
+        check_pairs();
+        check_dependencies();
+        if (lowered_) check_p2p();
+        check_stage_actions();
+        simulate();
+        return std::move(report_);
+    }
+
+  private:
+    // ---- setup ---------------------------------------------------------------------------
+    constexpr bool config_ok() {
+        const bool ok =
+            cfg_.ranks >= 1 && cfg_.stages_per_rank >= 1 && cfg_.microbatches >= 1 &&
+            static_cast<long long>(cfg_.ranks) * cfg_.stages_per_rank <= max_stage + 1LL;
+        if (!ok) {
+            violation v;
+            v.what = rule::invalid_config;
+            report_.add(v);
+        }
+        return ok;
+    }
+
+    template <order_range R>
+    constexpr void load(const R& rows) {
+        row_begin_.push_back(0);
+        for (const auto& row : rows) {
+            for (const auto& s : row) {
+                const action* a = slot_action(s);
+                flat_.push_back(a ? slot(*a) : slot());
+            }
+            row_begin_.push_back(flat_.size());
+        }
+        rank_count_ = static_cast<int>(row_begin_.size()) - 1;
+    }
+
+    [[nodiscard]] constexpr std::size_t row_size(int r) const noexcept {
+        return row_begin_[static_cast<std::size_t>(r) + 1] -
+               row_begin_[static_cast<std::size_t>(r)];
+    }
+    [[nodiscard]] constexpr const slot& at(int r, int step) const noexcept {
+        return flat_[row_begin_[static_cast<std::size_t>(r)] + static_cast<std::size_t>(step)];
+    }
+    [[nodiscard]] constexpr std::size_t cell(int plane, int stage, int mb) const noexcept {
+        return (static_cast<std::size_t>(plane) * static_cast<std::size_t>(S_) +
+                static_cast<std::size_t>(stage)) *
+                   static_cast<std::size_t>(M_) +
+               static_cast<std::size_t>(mb);
+    }
+    [[nodiscard]] constexpr order_pos pos(event_class c, int stage, int mb) const noexcept {
+        return first_[cell(static_cast<int>(c), stage, mb)];
+    }
+    [[nodiscard]] constexpr int home(int stage) const noexcept { return cfg_.stage_to_rank(stage); }
+    /// Whether a stage's neighbour `peer` exists and lives on another rank.
+    [[nodiscard]] constexpr bool remote(int stage, int peer) const noexcept {
+        return peer >= 0 && home(peer) != home(stage);
+    }
+    /// The backward that produces a stage's input gradient: B, else I.
+    [[nodiscard]] constexpr order_pos input_grad_pos(int stage, int mb) const noexcept {
+        const order_pos b = pos(event_class::b, stage, mb);
+        return b.present() ? b : pos(event_class::i, stage, mb);
+    }
+    [[nodiscard]] constexpr action input_grad_action(int stage, int mb) const {
+        return pos(event_class::b, stage, mb).present() ? action::full_backward(stage, mb)
+                                                        : action::backward_input(stage, mb);
+    }
+
+    constexpr void add(rule what, int rank, int step, const action& subject) {
+        violation v;
+        v.what = what;
+        v.rank = rank;
+        v.step = step;
+        v.subject = subject;
+        v.has_subject = true;
+        report_.add(v);
+    }
+    constexpr void add(rule what, order_pos at, const action& subject, order_pos other_at,
+                       const action& other) {
+        violation v;
+        v.what = what;
+        v.rank = at.rank;
+        v.step = at.step;
+        v.subject = subject;
+        v.has_subject = true;
+        v.other_rank = other_at.rank;
+        v.other_step = other_at.step;
+        v.other = other;
+        v.has_other = true;
+        report_.add(v);
+    }
+
+    // ---- pass 1: structure and the index of first positions --------------------------------
+    constexpr void index_actions() {
+        first_.assign(static_cast<std::size_t>(event_class_count) * static_cast<std::size_t>(S_) *
+                          static_cast<std::size_t>(M_),
+                      order_pos{});
+        stage_info_.assign(static_cast<std::size_t>(S_), stage_info{});
+        for (int r = 0; r < rank_count_; ++r) {
+            const int n = static_cast<int>(row_size(r));
+            for (int step = 0; step < n; ++step) {
+                const action* a = at(r, step).get();
+                if (!a) continue;
+                std::array<action, 2> parts;
+                const int np = a->parts(parts);
+                bool usable = true;
+                for (int k = 0; k < np; ++k)
+                    usable = check_structure(r, step, parts[static_cast<std::size_t>(k)]) && usable;
+                if (!usable) {
+                    bad_structure_ = true;
+                    continue;
+                }
+                for (int k = 0; k < np; ++k) record(r, step, parts[static_cast<std::size_t>(k)]);
+            }
+        }
+    }
+
+    /// Range and placement checks for one (sub-)action; false when it cannot be indexed.
+    constexpr bool check_structure(int r, int step, const action& a) {
+        if (a.stage() >= S_) {
+            add(rule::stage_out_of_range, r, step, a);
+            return false;
+        }
+        if (a.has_microbatch() && a.microbatch() >= M_) {
+            add(rule::microbatch_out_of_range, r, step, a);
+            return false;
+        }
+        if (home(a.stage()) != r) {
+            violation v;
+            v.what = rule::wrong_rank;
+            v.rank = r;
+            v.step = step;
+            v.subject = a;
+            v.has_subject = true;
+            v.expected = home(a.stage());
+            report_.add(v);
+            // Still indexed: the rest of the checks compare positions, not placements.
+        }
+        return true;
+    }
+
+    constexpr void record(int r, int step, const action& a) {
+        const order_pos here{r, step};
+        if (is_p2p(a.kind())) lowered_ = true;
+        stage_info& si = stage_info_[static_cast<std::size_t>(a.stage())];
+        switch (a.kind()) {
+        case action_kind::unshard:
+            si.fsdp = true;
+            si.has_unshard = true;
+            return;
+        case action_kind::reshard:
+            si.fsdp = true;
+            return;
+        case action_kind::reduce_grad:
+            if (si.reduce_grad.present())
+                add(rule::duplicate_action, here, a, si.reduce_grad, a);
+            else
+                si.reduce_grad = here;
+            return;
+        default:
+            break;
+        }
+        const int plane = event_plane(a.kind());
+        order_pos& slot_pos = first_[cell(plane, a.stage(), a.microbatch())];
+        if (slot_pos.present()) {
+            add(rule::duplicate_action, here, a, slot_pos, a);
+            return;
+        }
+        slot_pos = here;
+        if (is_backward(a.kind()) &&
+            (!si.last_backward.present() || step > si.last_backward.step)) {
+            si.last_backward = here;
+            si.last_backward_action = a;
+        }
+    }
+
+    // ---- pass 2: per (stage, microbatch) ---------------------------------------------------
+    constexpr void check_pairs() {
+        for (int s = 0; s < S_; ++s) {
+            for (int mb = 0; mb < M_; ++mb) {
+                const order_pos f = pos(event_class::f, s, mb), b = pos(event_class::b, s, mb),
+                                i = pos(event_class::i, s, mb), w = pos(event_class::w, s, mb);
+                if (!f.present()) add(rule::missing_forward, home(s), -1, action::forward(s, mb));
+                if (b.present() && i.present())
+                    add(rule::mixed_backward, i, action::backward_input(s, mb), b,
+                        action::full_backward(s, mb));
+                else if (b.present() && w.present())
+                    add(rule::mixed_backward, w, action::backward_weight(s, mb), b,
+                        action::full_backward(s, mb));
+                if (!b.present() && !i.present())
+                    add(rule::missing_backward, home(s), -1, action::full_backward(s, mb));
+                else if (i.present() && !w.present() && !b.present())
+                    add(rule::missing_weight, i.rank, -1, action::backward_weight(s, mb));
+                if (i.present() && w.present() && i.rank == w.rank && w.step < i.step)
+                    add(rule::weight_before_input, w, action::backward_weight(s, mb), i,
+                        action::backward_input(s, mb));
+                if (f.present()) {
+                    const auto before_f = [&](order_pos p) {
+                        return p.present() && p.rank == f.rank && p.step <= f.step;
+                    };
+                    if (before_f(b))
+                        add(rule::backward_before_forward, b, action::full_backward(s, mb), f,
+                            action::forward(s, mb));
+                    if (before_f(i))
+                        add(rule::backward_before_forward, i, action::backward_input(s, mb), f,
+                            action::forward(s, mb));
+                    if (!i.present() && before_f(w))
+                        add(rule::backward_before_forward, w, action::backward_weight(s, mb), f,
+                            action::forward(s, mb));
+                }
+            }
+        }
+    }
+
+    /// Same-rank dependencies must come earlier in the row (cross-rank ones are the
+    /// simulation's business).
+    constexpr void check_dependencies() {
+        for (int s = 0; s < S_; ++s) {
+            const int prev = cfg_.previous_stage(s), next = cfg_.next_stage(s);
+            for (int mb = 0; mb < M_; ++mb) {
+                const order_pos f = pos(event_class::f, s, mb);
+                if (f.present() && prev >= 0) {
+                    const order_pos d = pos(event_class::f, prev, mb);
+                    if (d.present() && d.rank == f.rank && d.step >= f.step)
+                        add(rule::dependency_order, f, action::forward(s, mb), d,
+                            action::forward(prev, mb));
+                }
+                const order_pos g = input_grad_pos(s, mb);
+                if (g.present() && next >= 0) {
+                    const order_pos d = input_grad_pos(next, mb);
+                    if (d.present() && d.rank == g.rank && d.step >= g.step)
+                        add(rule::dependency_order, g, input_grad_action(s, mb), d,
+                            input_grad_action(next, mb));
+                }
+            }
+        }
+    }
+
+    // ---- pass 3: explicit communication ---------------------------------------------------
+    constexpr void check_p2p() {
+        for (int s = 0; s < S_; ++s) {
+            const int prev = cfg_.previous_stage(s), next = cfg_.next_stage(s);
+            for (int mb = 0; mb < M_; ++mb) {
+                // Compute that consumes another rank's data needs its RECV first.
+                const order_pos f = pos(event_class::f, s, mb);
+                if (f.present() && remote(s, prev)) {
+                    const order_pos rv = pos(event_class::recv_f, s, mb);
+                    if (!(rv.present() && rv.rank == f.rank && rv.step < f.step))
+                        add(rule::missing_recv, f, action::forward(s, mb), rv,
+                            action::recv_f(s, mb));
+                }
+                const order_pos g = input_grad_pos(s, mb);
+                if (g.present() && remote(s, next)) {
+                    const order_pos rv = pos(event_class::recv_b, s, mb);
+                    if (!(rv.present() && rv.rank == g.rank && rv.step < g.step))
+                        add(rule::missing_recv, g, input_grad_action(s, mb), rv,
+                            action::recv_b(s, mb));
+                }
+                // Sends: a peer on another rank, the matching receive, data already computed.
+                const order_pos sf = pos(event_class::send_f, s, mb);
+                if (sf.present()) {
+                    if (!remote(s, next))
+                        add(rule::needless_p2p, sf.rank, sf.step, action::send_f(s, mb));
+                    else if (!pos(event_class::recv_f, next, mb).present())
+                        add(rule::unmatched_send, sf.rank, sf.step, action::send_f(s, mb));
+                    if (!(f.present() && f.rank == sf.rank && f.step < sf.step))
+                        add(rule::send_before_compute, sf, action::send_f(s, mb), f,
+                            action::forward(s, mb));
+                }
+                const order_pos sb = pos(event_class::send_b, s, mb);
+                if (sb.present()) {
+                    if (!remote(s, prev))
+                        add(rule::needless_p2p, sb.rank, sb.step, action::send_b(s, mb));
+                    else if (!pos(event_class::recv_b, prev, mb).present())
+                        add(rule::unmatched_send, sb.rank, sb.step, action::send_b(s, mb));
+                    if (!(g.present() && g.rank == sb.rank && g.step < sb.step))
+                        add(rule::send_before_compute, sb, action::send_b(s, mb), g,
+                            input_grad_action(s, mb));
+                }
+                const order_pos rf = pos(event_class::recv_f, s, mb);
+                if (rf.present()) {
+                    if (!remote(s, prev))
+                        add(rule::needless_p2p, rf.rank, rf.step, action::recv_f(s, mb));
+                    else if (!pos(event_class::send_f, prev, mb).present())
+                        add(rule::unmatched_recv, rf.rank, rf.step, action::recv_f(s, mb));
+                }
+                const order_pos rb = pos(event_class::recv_b, s, mb);
+                if (rb.present()) {
+                    if (!remote(s, next))
+                        add(rule::needless_p2p, rb.rank, rb.step, action::recv_b(s, mb));
+                    else if (!pos(event_class::send_b, next, mb).present())
+                        add(rule::unmatched_recv, rb.rank, rb.step, action::recv_b(s, mb));
+                }
+            }
+        }
+    }
+
+    // ---- pass 4: UNSHARD / RESHARD / REDUCE_GRAD, in row order ------------------------------
+    constexpr void check_stage_actions() {
+        std::vector<char> unsharded(static_cast<std::size_t>(S_), 0);
+        for (int s = 0; s < S_; ++s)
+            unsharded[static_cast<std::size_t>(s)] =
+                stage_info_[static_cast<std::size_t>(s)].has_unshard ? 0 : 1;
+        for (int r = 0; r < rank_count_; ++r) {
+            const int n = static_cast<int>(row_size(r));
+            for (int step = 0; step < n; ++step) {
+                const action* a = at(r, step).get();
+                if (!a) continue;
+                std::array<action, 2> parts;
+                const int np = a->parts(parts);
+                for (int k = 0; k < np; ++k) {
+                    const action& p = parts[static_cast<std::size_t>(k)];
+                    if (p.stage() >= S_) continue;
+                    const auto si = static_cast<std::size_t>(p.stage());
+                    if (p.kind() == action_kind::unshard) {
+                        if (unsharded[si]) add(rule::shard_mismatch, r, step, p);
+                        unsharded[si] = 1;
+                    } else if (p.kind() == action_kind::reshard) {
+                        if (!unsharded[si]) add(rule::shard_mismatch, r, step, p);
+                        unsharded[si] = 0;
+                    } else if (is_compute(p.kind()) && stage_info_[si].fsdp && !unsharded[si]) {
+                        add(rule::compute_while_sharded, r, step, p);
+                    }
+                }
+            }
+        }
+        for (int s = 0; s < S_; ++s) {
+            const stage_info& si = stage_info_[static_cast<std::size_t>(s)];
+            if (si.reduce_grad.present() && si.last_backward.present() &&
+                si.last_backward.rank == si.reduce_grad.rank &&
+                si.last_backward.step > si.reduce_grad.step)
+                add(rule::reduce_grad_early, si.reduce_grad, action::reduce_grad(s),
+                    si.last_backward, si.last_backward_action);
+        }
+    }
+
+    // ---- pass 5: deadlock (event-driven lock-step simulation) -------------------------------
+    /// The event an action part must wait for on another rank, or -1. Compute-only orders wait
+    /// on the producing compute; lowered orders wait only at receives (sends never block).
+    [[nodiscard]] constexpr long long wait_event(int r, const action& p) const {
+        if (p.stage() >= S_ || (p.has_microbatch() && p.microbatch() >= M_)) return -1;
+        const int s = p.stage(), mb = p.microbatch();
+        int plane = -1, peer = -1;
+        if (!lowered_) {
+            if (p.kind() == action_kind::forward) {
+                peer = cfg_.previous_stage(s);
+                plane = 0;
+            } else if (p.kind() == action_kind::full_backward ||
+                       p.kind() == action_kind::backward_input) {
+                peer = cfg_.next_stage(s);
+                if (peer >= 0) plane = pos(event_class::b, peer, mb).present() ? 3 : 1;
+            }
+        } else if (p.kind() == action_kind::recv_f) {
+            peer = cfg_.previous_stage(s);
+            plane = 4;
+        } else if (p.kind() == action_kind::recv_b) {
+            peer = cfg_.next_stage(s);
+            plane = 6;
+        }
+        if (plane < 0 || peer < 0) return -1;
+        const std::size_t c = cell(plane, peer, mb);
+        // Absent producers are reported elsewhere; same-rank ones by dependency_order.
+        if (!first_[c].present() || first_[c].rank == r) return -1;
+        return static_cast<long long>(c);
+    }
+
+    constexpr void simulate() {
+        const auto R = static_cast<std::size_t>(rank_count_);
+        std::vector<char> done(first_.size(), 0);
+        std::vector<int> waiter_head(first_.size(), -1);
+        std::vector<int> next_waiter(R, -1), cursor(R, 0);
+        std::vector<long long> blocked_on(R, -1);
+        std::vector<int> ready;
+        for (int r = rank_count_ - 1; r >= 0; --r) ready.push_back(r);
+        while (!ready.empty()) {
+            const int r = ready.back();
+            ready.pop_back();
+            const auto ri = static_cast<std::size_t>(r);
+            blocked_on[ri] = -1;
+            const int n = static_cast<int>(row_size(r));
+            while (cursor[ri] < n) {
+                const action* a = at(r, cursor[ri]).get();
+                if (!a) {
+                    ++cursor[ri];
+                    continue;
+                }
+                std::array<action, 2> parts;
+                const int np = a->parts(parts);
+                long long wait = -1;
+                for (int k = 0; k < np && wait < 0; ++k) {
+                    const long long e = wait_event(r, parts[static_cast<std::size_t>(k)]);
+                    if (e >= 0 && !done[static_cast<std::size_t>(e)]) wait = e;
+                }
+                if (wait >= 0) {
+                    const auto w = static_cast<std::size_t>(wait);
+                    blocked_on[ri] = wait;
+                    next_waiter[ri] = waiter_head[w];
+                    waiter_head[w] = r;
+                    break;
+                }
+                for (int k = 0; k < np; ++k) {
+                    const action& p = parts[static_cast<std::size_t>(k)];
+                    const int plane = event_plane(p.kind());
+                    if (plane < 0 || p.stage() >= S_ || p.microbatch() >= M_) continue;
+                    const std::size_t c = cell(plane, p.stage(), p.microbatch());
+                    if (done[c]) continue;
+                    done[c] = 1;
+                    for (int w = waiter_head[c]; w >= 0;
+                         w = next_waiter[static_cast<std::size_t>(w)])
+                        ready.push_back(w);
+                    waiter_head[c] = -1;
+                }
+                ++cursor[ri];
+            }
+        }
+        report_cycles(cursor, blocked_on);
+    }
+
+    /// Every blocked rank waits on exactly one other blocked rank, so following the waits from
+    /// each unvisited rank finds each wait-for cycle once.
+    constexpr void report_cycles(const std::vector<int>& cursor,
+                                 const std::vector<long long>& blocked_on) {
+        const auto R = static_cast<std::size_t>(rank_count_);
+        std::vector<int> walk(R, -1);
+        for (int start = 0; start < rank_count_; ++start) {
+            if (blocked_on[static_cast<std::size_t>(start)] < 0 ||
+                walk[static_cast<std::size_t>(start)] >= 0)
+                continue;
+            int r = start;
+            while (r >= 0 && walk[static_cast<std::size_t>(r)] < 0 &&
+                   blocked_on[static_cast<std::size_t>(r)] >= 0) {
+                walk[static_cast<std::size_t>(r)] = start;
+                r = first_[static_cast<std::size_t>(blocked_on[static_cast<std::size_t>(r)])].rank;
+            }
+            if (r < 0 || walk[static_cast<std::size_t>(r)] != start) continue; // no new cycle
+            const int cycle_start = r;
+            do {
+                const auto ri = static_cast<std::size_t>(r);
+                const std::size_t c = static_cast<std::size_t>(blocked_on[ri]);
+                const order_pos p = first_[c];
+                add(rule::deadlock, order_pos{r, cursor[ri]}, *at(r, cursor[ri]), p,
+                    awaited_action(c, p));
+                r = p.rank;
+            } while (r != cycle_start);
+        }
+    }
+
+    /// The action at the position that produces event cell `c` (the sub-action if overlapped).
+    [[nodiscard]] constexpr action awaited_action(std::size_t c, order_pos p) const {
+        const action& a = *at(p.rank, p.step);
+        if (!a.is_overlap()) return a;
+        const auto plane =
+            static_cast<int>(c / (static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_)));
+        return event_plane(a.forward_part().kind()) == plane ? a.forward_part() : a.backward_part();
+    }
+
+    struct stage_info {
+        bool fsdp = false;
+        bool has_unshard = false;
+        order_pos reduce_grad{};
+        order_pos last_backward{};
+        action last_backward_action{};
+    };
+
+    config cfg_;
+    int S_ = 0, M_ = 0, rank_count_ = 0;
+    bool lowered_ = false, bad_structure_ = false;
+    std::vector<slot> flat_;
+    std::vector<std::size_t> row_begin_;
+    std::vector<order_pos> first_;
+    std::vector<stage_info> stage_info_;
+    validation_report report_;
+};
+
+} // namespace detail
+
+/// Checks an order against `cfg` and returns every violation found; never throws for bad
+/// data. The order counts as lowered (communication explicit) when it has any SEND/RECV:
+/// then data dependencies across ranks must go through matching SEND/RECV pairs and only
+/// receives block; otherwise each compute action waits for the compute it depends on.
+/// UNSHARD/RESHARD rules apply to the stages that have them; REDUCE_GRAD when present.
+/// Complexity: linear in the number of slots plus stages * microbatches.
+template <order_range R>
+[[nodiscard]] constexpr validation_report validate(const R& rows, const config& cfg) {
+    detail::validator v(cfg);
+    return v.run(rows);
+}
+
+/// Checks an order against its own configuration.
+[[nodiscard]] constexpr validation_report validate(const order& o) { return validate(o, o.cfg()); }
+
+namespace detail {
+inline std::string where(int rank, int step) {
+    std::string s = "rank " + std::to_string(rank);
+    if (step >= 0) s += ", step " + std::to_string(step);
+    return s;
+}
+} // namespace detail
+
+/// A one-line human message for a violation, e.g.
+/// `rank 1, step 4: 1F0 needs 1RECV_F0 earlier on rank 1 [missing_recv]` (run time only).
+[[nodiscard]] inline std::string describe(const violation& v) {
+    const std::string a = v.has_subject ? to_string(v.subject) : std::string("?");
+    const std::string o = v.has_other ? to_string(v.other) : std::string("?");
+    const std::string other_at = v.has_other && v.other_rank >= 0
+                                     ? " (" + detail::where(v.other_rank, v.other_step) + ")"
+                                     : std::string();
+    std::string m = v.rank >= 0 ? detail::where(v.rank, v.step) + ": " : std::string();
+    switch (v.what) {
+    case rule::invalid_config:
+        m +=
+            "the configuration is malformed (ranks, stages_per_rank and microbatches must be >= 1, "
+            "ranks * stages_per_rank <= 65536)";
+        break;
+    case rule::rank_count:
+        m = "the order has " + std::to_string(v.rank) + " rows but the configuration has " +
+            std::to_string(v.expected) + " ranks";
+        break;
+    case rule::stage_out_of_range:
+        m += a + ": stage index out of range";
+        break;
+    case rule::microbatch_out_of_range:
+        m += a + ": microbatch index out of range";
+        break;
+    case rule::wrong_rank:
+        m += a + ": stage " + std::to_string(v.subject.stage()) + " lives on rank " +
+             std::to_string(v.expected);
+        break;
+    case rule::duplicate_action:
+        m += a + " appears a second time (first" + other_at + ")";
+        break;
+    case rule::missing_forward:
+        m += "missing " + a;
+        break;
+    case rule::missing_backward:
+        m += "no backward (B, or I and W) for stage " + std::to_string(v.subject.stage()) +
+             " microbatch " + std::to_string(v.subject.microbatch());
+        break;
+    case rule::mixed_backward:
+        m += a + " alongside " + o + other_at + ": use B or I+W";
+        break;
+    case rule::missing_weight:
+        m += "missing " + a + " after its I";
+        break;
+    case rule::weight_before_input:
+        m += a + " runs before " + o + other_at;
+        break;
+    case rule::backward_before_forward:
+        m += a + " runs before its forward " + o + other_at;
+        break;
+    case rule::dependency_order:
+        m += a + " runs before " + o + other_at + ", which it needs";
+        break;
+    case rule::missing_recv:
+        m += a + " needs " + o + " earlier on rank " + std::to_string(v.rank) +
+             (v.other_rank >= 0 ? " (found" + other_at + ")" : std::string(" (none)"));
+        break;
+    case rule::unmatched_send:
+        m += a + " has no matching receive on the peer rank";
+        break;
+    case rule::unmatched_recv:
+        m += a + " has no matching send on the peer rank";
+        break;
+    case rule::needless_p2p:
+        m += a + ": no peer stage on another rank to communicate with";
+        break;
+    case rule::send_before_compute:
+        m += a + " sends before " + o + (v.other_rank >= 0 ? other_at : " (missing)") +
+             " has produced the data";
+        break;
+    case rule::compute_while_sharded:
+        m += a + " runs while stage " + std::to_string(v.subject.stage()) +
+             " is sharded (outside UNSHARD ... RESHARD)";
+        break;
+    case rule::shard_mismatch:
+        m += a + (v.subject.kind() == action_kind::unshard ? " of a stage already unsharded"
+                                                           : " of a stage not unsharded");
+        break;
+    case rule::reduce_grad_early:
+        m += a + " before the stage's last backward " + o + other_at;
+        break;
+    case rule::deadlock:
+        m += a + " waits forever for " + o + other_at;
+        break;
+    }
+    m += " [";
+    m += to_string_view(v.what);
+    m += ']';
+    return m;
+}
+
+/// Every violation, one per line; `"valid"` when there is none (run time only).
+[[nodiscard]] inline std::string to_string(const validation_report& report) {
+    if (report.valid()) return "valid";
+    std::string s;
+    for (const auto& v : report) {
+        s += describe(v);
+        s += '\n';
+    }
+    return s;
+}
+
+} // namespace ppsched
