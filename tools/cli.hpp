@@ -1,0 +1,191 @@
+#pragma once
+/// \file cli.hpp
+/// The small argument parser shared by the `ppsched` subcommands.
+///
+/// A subcommand declares its options as a static array of `cli::option`, describes itself in a
+/// `cli::command_help`, and calls `cli::parse(argv, help)`. Options are `--name value`,
+/// `--name=value` or switches `--name`; `--` ends the options; `-` alone is a positional (stdin).
+/// Bad usage throws `cli::usage_error`; `main` prints it as `ppsched: error: ...` and exits 2.
+
+#include <charconv>
+#include <cstddef>
+#include <iostream>
+#include <iterator>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace ppsched::cli {
+
+/// Exit status for success.
+inline constexpr int exit_ok = 0;
+/// Exit status when the command ran but found a problem in its input (e.g. an invalid schedule).
+inline constexpr int exit_failure = 1;
+/// Exit status for bad usage or unreadable input.
+inline constexpr int exit_usage = 2;
+
+/// Bad command-line usage (unknown option, missing value, wrong number of arguments).
+class usage_error : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+/// What a subcommand prints. `main` writes it only when the subcommand returns normally, so an
+/// error never leaves a partial table on stdout.
+struct output {
+    std::string out; ///< for stdout
+    std::string err; ///< for stderr (warnings, notes)
+};
+
+/// One option a subcommand accepts.
+struct option {
+    std::string_view name;       ///< with dashes: `--error-step`
+    std::string_view value_name; ///< `N`, `FILE`; empty for a switch that takes no value
+    std::string_view help;       ///< one line
+};
+
+/// How a subcommand describes itself in `--help`.
+struct command_help {
+    std::string_view name;      ///< `show`
+    std::string_view arguments; ///< positional synopsis: `FILE.csv`
+    std::string_view summary;   ///< one line
+    std::span<const option> options;
+    std::string_view details = {}; ///< optional paragraph after the options
+};
+
+/// The `--help` text of a subcommand.
+[[nodiscard]] inline std::string help_text(const command_help& h) {
+    std::string out = "usage: ppsched " + std::string(h.name);
+    if (!h.options.empty()) out += " [options]";
+    if (!h.arguments.empty()) out += " " + std::string(h.arguments);
+    out += "\n\n" + std::string(h.summary) + "\n";
+    out += "\noptions:\n";
+    std::vector<std::string> names;
+    std::size_t width = std::string_view("-h, --help").size();
+    for (const option& o : h.options) {
+        std::string n(o.name);
+        if (!o.value_name.empty()) n += " " + std::string(o.value_name);
+        width = n.size() > width ? n.size() : width;
+        names.push_back(std::move(n));
+    }
+    auto line = [&](const std::string& n, std::string_view text) {
+        out += "  " + n + std::string(width - n.size() + 2, ' ') + std::string(text) + "\n";
+    };
+    for (std::size_t i = 0; i < names.size(); ++i) line(names[i], h.options[i].help);
+    line("-h, --help", "show this help and exit");
+    if (!h.details.empty()) out += "\n" + std::string(h.details) + "\n";
+    return out;
+}
+
+/// Reads all of standard input.
+[[nodiscard]] inline std::string read_stdin() {
+    return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+}
+
+/// Parses a non-negative decimal integer in [min, max]; `what` names it in the error.
+[[nodiscard]] inline long long parse_integer(std::string_view text, std::string_view what,
+                                             long long min, long long max) {
+    long long v = 0;
+    const char* first = text.data();
+    const char* last = text.data() + text.size();
+    const auto [end, ec] = std::from_chars(first, last, v);
+    if (text.empty() || ec == std::errc::invalid_argument || end != last)
+        throw usage_error(std::string(what) + " expects an integer, got '" + std::string(text) +
+                          "'");
+    if (ec == std::errc::result_out_of_range || v < min || v > max)
+        throw usage_error(std::string(what) + " must be in [" + std::to_string(min) + ", " +
+                          std::to_string(max) + "], got '" + std::string(text) + "'");
+    return v;
+}
+
+/// The parsed command line of one subcommand.
+class args {
+  public:
+    /// True when `-h` or `--help` was given (then nothing else was checked).
+    [[nodiscard]] bool help_requested() const noexcept { return help_; }
+    /// The positional arguments, in order.
+    [[nodiscard]] const std::vector<std::string>& positionals() const noexcept {
+        return positionals_;
+    }
+    /// True when the option (switch or valued) was given.
+    [[nodiscard]] bool has(std::string_view name) const { return find(name) != nullptr; }
+    /// The value of a valued option (the last one given), if any.
+    [[nodiscard]] std::optional<std::string> value(std::string_view name) const {
+        const entry* e = find(name);
+        return e ? std::optional<std::string>(e->value) : std::nullopt;
+    }
+    /// The value of an integer option in [min, max], or `fallback` when absent.
+    [[nodiscard]] long long integer(std::string_view name, long long min, long long max,
+                                    long long fallback) const {
+        const entry* e = find(name);
+        return e ? parse_integer(e->value, name, min, max) : fallback;
+    }
+    /// Requires between `min` and `max` positionals; `what` names them (`FILE.csv`).
+    void expect_positionals(std::size_t min, std::size_t max, std::string_view what) const {
+        if (positionals_.size() < min) throw usage_error("missing argument " + std::string(what));
+        if (positionals_.size() > max)
+            throw usage_error("unexpected argument '" + positionals_[max] + "'");
+    }
+
+  private:
+    friend args parse(std::span<const std::string>, const command_help&);
+    struct entry {
+        std::string name, value;
+    };
+    [[nodiscard]] const entry* find(std::string_view name) const {
+        const entry* found = nullptr;
+        for (const entry& e : options_)
+            if (e.name == name) found = &e;
+        return found;
+    }
+    bool help_ = false;
+    std::vector<std::string> positionals_;
+    std::vector<entry> options_;
+};
+
+/// Parses a subcommand's arguments (everything after the subcommand name) against its options.
+/// Throws `usage_error` for unknown options and missing values.
+[[nodiscard]] inline args parse(std::span<const std::string> argv, const command_help& help) {
+    args out;
+    bool options_done = false;
+    for (std::size_t i = 0; i < argv.size(); ++i) {
+        const std::string& arg = argv[i];
+        if (options_done || arg.size() < 2 || arg[0] != '-') {
+            out.positionals_.push_back(arg);
+            continue;
+        }
+        if (arg == "--") {
+            options_done = true;
+            continue;
+        }
+        if (arg == "-h" || arg == "--help") {
+            out.help_ = true;
+            return out;
+        }
+        const std::size_t eq = arg.find('=');
+        const std::string name = arg.substr(0, eq);
+        const option* spec = nullptr;
+        for (const option& o : help.options)
+            if (o.name == name) spec = &o;
+        if (spec == nullptr)
+            throw usage_error("unknown option '" + name + "' for '" + std::string(help.name) + "'");
+        if (spec->value_name.empty()) {
+            if (eq != std::string::npos) throw usage_error("option '" + name + "' takes no value");
+            out.options_.push_back({name, {}});
+        } else if (eq != std::string::npos) {
+            out.options_.push_back({name, arg.substr(eq + 1)});
+        } else {
+            if (i + 1 >= argv.size())
+                throw usage_error("option '" + name + "' needs a value " +
+                                  std::string(spec->value_name));
+            out.options_.push_back({name, argv[++i]});
+        }
+    }
+    return out;
+}
+
+} // namespace ppsched::cli

@@ -1,0 +1,50 @@
+// `ppsched show FILE.csv`: reads a pipeline order in PyTorch's CSV form and prints PyTorch's
+// step table of it.
+
+#include <optional>
+#include <span>
+#include <string>
+
+#include <ppsched/io/step_table.hpp>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "input.hpp"
+
+namespace ppsched::cli {
+
+namespace {
+
+constexpr option show_options[] = {
+    {"--error-step", "N", "mark step N with '<-- ERROR HERE', as PyTorch's error messages do"},
+};
+
+constexpr command_help show_help{
+    .name = "show",
+    .arguments = "FILE.csv",
+    .summary = "Print a pipeline order (PyTorch's CSV: one row per rank, one action per cell,\n"
+               "an empty cell is idle) as PyTorch's step table (steps as rows, ranks as columns).",
+    .options = show_options,
+    .details = "FILE.csv may be '-' for standard input.",
+};
+
+} // namespace
+
+int cmd_show(std::span<const std::string> argv, output& out) {
+    const args a = parse(argv, show_help);
+    if (a.help_requested()) {
+        out.out = help_text(show_help);
+        return exit_ok;
+    }
+    a.expect_positionals(1, 1, "FILE.csv");
+    std::optional<std::size_t> error_step;
+    if (a.has("--error-step"))
+        error_step = static_cast<std::size_t>(
+            a.integer("--error-step", 0, static_cast<long long>(1) << 40, 0));
+
+    const order o = read_order(a.positionals()[0]);
+    out.out = io::format_step_table(o, error_step);
+    return exit_ok;
+}
+
+} // namespace ppsched::cli

@@ -1,0 +1,34 @@
+#pragma once
+/// \file commands.hpp
+/// The table of `ppsched` subcommands. To add one: write `tools/cmd_<name>.cpp` defining
+/// `int cmd_<name>(std::span<const std::string> argv, cli::output& out)`, declare it below and
+/// add a row to `commands` (kept in the order `ppsched --help` lists them).
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "cli.hpp"
+
+namespace ppsched::cli {
+
+/// A subcommand: parses `argv` (the words after its name), appends what it prints to `out`, and
+/// returns the exit status. Throws `usage_error`, `ppsched::parse_error` or
+/// `ppsched::config_error` for bad usage or input (exit status 2).
+using command_function = int (*)(std::span<const std::string> argv, output& out);
+
+int cmd_show(std::span<const std::string> argv, output& out);
+
+/// One row of the subcommand table.
+struct command {
+    std::string_view name;
+    std::string_view summary;
+    command_function run;
+};
+
+/// Every subcommand.
+inline constexpr command commands[] = {
+    {"show", "print a CSV pipeline order as PyTorch's step table", cmd_show},
+};
+
+} // namespace ppsched::cli

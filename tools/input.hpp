@@ -1,0 +1,46 @@
+#pragma once
+/// \file input.hpp
+/// Reading the inputs of `ppsched` subcommands: files or standard input, with the checks every
+/// subcommand wants (a directory, an empty file, an order without actions are bad input).
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+#include <ppsched/error.hpp>
+#include <ppsched/io/csv.hpp>
+#include <ppsched/order.hpp>
+
+#include "cli.hpp"
+
+namespace ppsched::cli {
+
+/// The name of `path` in messages (`<stdin>` for `-`).
+[[nodiscard]] inline std::string source_name(const std::string& path) {
+    return path == "-" ? "<stdin>" : path;
+}
+
+/// The whole text of `path` ('-': standard input). Throws `parse_error` when it cannot be read
+/// or is empty.
+[[nodiscard]] inline std::string read_input(const std::string& path) {
+    std::error_code ec;
+    if (path != "-" && std::filesystem::is_directory(path, ec))
+        throw parse_error(path + ": is a directory, expected a file", 0, 0);
+    std::string text = path == "-" ? read_stdin() : io::read_file(path);
+    if (text.empty()) throw parse_error(source_name(path) + ": empty file", 0, 0);
+    return text;
+}
+
+/// The CSV order in `path` ('-': standard input), configuration inferred from its actions.
+/// Throws `parse_error` for unreadable or malformed input and for an order without actions.
+[[nodiscard]] inline order read_order(const std::string& path) {
+    const std::string source = source_name(path);
+    order o = io::read_csv(read_input(path), source);
+    // An order without a single action is almost certainly the wrong file.
+    if (o.action_count() == 0)
+        throw parse_error(source + ": no actions (expected one row per rank of actions like 0F0)",
+                          0, 0);
+    return o;
+}
+
+} // namespace ppsched::cli

@@ -1,0 +1,109 @@
+// The `ppsched` command-line tool: dispatches to the subcommands of commands.hpp and turns
+// every error into `ppsched: error: ...` on stderr with exit status 2 (bad usage or input).
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <ppsched/error.hpp>
+
+#include "cli.hpp"
+#include "commands.hpp"
+
+#ifndef PPSCHED_VERSION
+#define PPSCHED_VERSION "unknown"
+#endif
+
+namespace {
+
+using namespace ppsched::cli;
+
+std::string main_help() {
+    std::string out =
+        "usage: ppsched [--help] [--version] <command> [options] [arguments]\n\n"
+        "Pipeline-parallel training schedules (PyTorch's torch.distributed.pipelining "
+        "in C++20).\n\ncommands:\n";
+    std::size_t width = 0;
+    for (const command& c : commands) width = c.name.size() > width ? c.name.size() : width;
+    for (const command& c : commands)
+        out += "  " + std::string(c.name) + std::string(width - c.name.size() + 2, ' ') +
+               std::string(c.summary) + "\n";
+    out += "\nRun 'ppsched <command> --help' for a command's options.\n"
+           "Exit status: 0 success, 1 the input was read but failed a check, 2 bad usage or "
+           "input.\n";
+    return out;
+}
+
+int fail(std::string_view message, std::string_view hint = {}) {
+    std::string text = "ppsched: error: " + std::string(message) + "\n";
+    if (!hint.empty()) text += std::string(hint) + "\n";
+    std::cerr << text << std::flush;
+    return exit_usage;
+}
+
+int run(std::span<const std::string> argv) {
+    if (argv.empty()) return fail("no command given", "Run 'ppsched --help' for the commands.");
+    const std::string& first = argv[0];
+    if (first == "--help" || first == "-h" || first == "help") {
+        if (first == "help" && argv.size() > 1) {
+            // `ppsched help show` is `ppsched show --help`.
+            const std::vector<std::string> again{argv[1], "--help"};
+            return run(again);
+        }
+        std::cout << main_help();
+        return exit_ok;
+    }
+    if (first == "--version" || first == "-V") {
+        std::cout << "ppsched " PPSCHED_VERSION "\n";
+        return exit_ok;
+    }
+    const command* cmd = nullptr;
+    for (const command& c : commands)
+        if (c.name == first) cmd = &c;
+    if (cmd == nullptr) {
+        if (!first.empty() && first[0] == '-')
+            return fail("unknown option '" + first + "'", "Run 'ppsched --help' for usage.");
+        return fail("unknown command '" + first + "'", "Run 'ppsched --help' for the commands.");
+    }
+
+    output out;
+    int status = exit_ok;
+    try {
+        status = cmd->run(argv.subspan(1), out);
+    } catch (const usage_error& e) {
+        return fail(e.what(), "Run 'ppsched " + std::string(cmd->name) + " --help' for usage.");
+    } catch (const ppsched::parse_error& e) {
+        return fail(e.what());
+    } catch (const ppsched::config_error& e) {
+        return fail(e.what());
+    }
+    // Only now, with the whole output built, does anything reach stdout.
+    std::cout << out.out << std::flush;
+    std::cerr << out.err << std::flush;
+    return status;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    try {
+        const std::vector<std::string> args(argv + 1, argv + argc);
+        const int status = run(args);
+        std::cout.flush();
+        if (!std::cout) {
+            std::cerr << "ppsched: error: cannot write to standard output\n";
+            return exit_failure;
+        }
+        return status;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "ppsched: error: out of memory\n";
+        return exit_failure;
+    } catch (const std::exception& e) {
+        std::cerr << "ppsched: error: internal error: " << e.what() << "\n";
+        return exit_failure;
+    }
+}
