@@ -8,11 +8,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ppsched/action.hpp"
+#include "ppsched/io/step_table.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/order.hpp"
 
@@ -333,7 +335,6 @@ class validator {
         switch (a.kind()) {
         case action_kind::unshard:
             si.fsdp = true;
-            si.has_unshard = true;
             return;
         case action_kind::reshard:
             si.fsdp = true;
@@ -484,10 +485,12 @@ class validator {
 
     // ---- pass 4: UNSHARD / RESHARD / REDUCE_GRAD, in row order ------------------------------
     constexpr void check_stage_actions() {
+        // A stage whose sharding the order manages (it has an UNSHARD or RESHARD) starts
+        // sharded, as FSDP parameters do; the others are always usable.
         std::vector<char> unsharded(static_cast<std::size_t>(S_), 0);
         for (int s = 0; s < S_; ++s)
             unsharded[static_cast<std::size_t>(s)] =
-                stage_info_[static_cast<std::size_t>(s)].has_unshard ? 0 : 1;
+                stage_info_[static_cast<std::size_t>(s)].fsdp ? 0 : 1;
         for (int r = 0; r < rank_count_; ++r) {
             const int n = static_cast<int>(row_size(r));
             for (int step = 0; step < n; ++step) {
@@ -643,7 +646,6 @@ class validator {
 
     struct stage_info {
         bool fsdp = false;
-        bool has_unshard = false;
         order_pos reduce_grad{};
         order_pos last_backward{};
         action last_backward_action{};
@@ -785,6 +787,21 @@ inline std::string where(int rank, int step) {
         s += '\n';
     }
     return s;
+}
+
+/// The report followed by PyTorch's step table of `rows`, with `<-- ERROR HERE` on the step of
+/// the first violation that has a position (run time only).
+template <order_range R>
+[[nodiscard]] std::string format_report(const R& rows, const validation_report& report) {
+    std::optional<std::size_t> error_step;
+    for (const auto& v : report) {
+        if (v.step >= 0) {
+            error_step = static_cast<std::size_t>(v.step);
+            break;
+        }
+    }
+    return to_string(report) + (report.valid() ? "\n" : "") +
+           io::format_step_table(rows, error_step);
 }
 
 } // namespace ppsched

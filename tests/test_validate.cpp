@@ -1,0 +1,620 @@
+// validate(): every rule on small hand-written orders (at compile time), every PyTorch order of
+// the conformance data, and orders mutated by swapping, dropping, duplicating and moving actions.
+
+#include <ppsched/algorithms/validate.hpp>
+#include <ppsched/io/csv.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+#include "support/torch_cases.hpp"
+
+using ppsched::action;
+using ppsched::config;
+using ppsched::order;
+using ppsched::rule;
+using ppsched::validate;
+
+namespace {
+
+const std::string torch_dir = std::string(PPSCHED_CONFORMANCE_DIR) + "/torch";
+
+// ---- small orders, usable in constant expressions --------------------------------------------
+
+constexpr config two_ranks{.ranks = 2, .stages_per_rank = 1, .microbatches = 2};
+
+/// Hand-written GPipe for 2 ranks and 2 microbatches, compute only.
+constexpr order gpipe_2x2() {
+    order o(two_ranks);
+    o.push(0, action::forward(0, 0));
+    o.push(0, action::forward(0, 1));
+    o.push(0, action::full_backward(0, 0));
+    o.push(0, action::full_backward(0, 1));
+    o.push(1, action::forward(1, 0));
+    o.push(1, action::forward(1, 1));
+    o.push(1, action::full_backward(1, 0));
+    o.push(1, action::full_backward(1, 1));
+    return o;
+}
+
+/// The same, lowered by hand: sends right after the compute, receives right before it.
+constexpr order gpipe_2x2_lowered() {
+    order o(two_ranks);
+    for (int mb = 0; mb < 2; ++mb) {
+        o.push(0, action::forward(0, mb));
+        o.push(0, action::send_f(0, mb));
+    }
+    for (int mb = 0; mb < 2; ++mb) {
+        o.push(0, action::recv_b(0, mb));
+        o.push(0, action::full_backward(0, mb));
+    }
+    for (int mb = 0; mb < 2; ++mb) {
+        o.push(1, action::recv_f(1, mb));
+        o.push(1, action::forward(1, mb));
+    }
+    for (int mb = 0; mb < 2; ++mb) {
+        o.push(1, action::full_backward(1, mb));
+        o.push(1, action::send_b(1, mb));
+    }
+    return o;
+}
+
+/// A V placement with 2 ranks: rank 1 holds stages 1 and 2 (adjacent: no communication).
+constexpr order v_2x1_split_backward() {
+    order o(config{.ranks = 2,
+                   .stages_per_rank = 2,
+                   .microbatches = 1,
+                   .placement = ppsched::stage_placement::v});
+    o.push(0, action::forward(0, 0));
+    o.push(1, action::forward(1, 0));
+    o.push(1, action::forward(2, 0));
+    o.push(0, action::forward(3, 0));
+    o.push(0, action::full_backward(3, 0));
+    o.push(1, action::backward_input(2, 0));
+    o.push(1, action::backward_input(1, 0));
+    o.push(1, action::backward_weight(2, 0));
+    o.push(1, action::backward_weight(1, 0));
+    o.push(0, action::full_backward(0, 0));
+    return o;
+}
+
+template <class F>
+constexpr order edited(order o, F f) {
+    f(o);
+    return o;
+}
+
+constexpr bool only(const ppsched::validation_report& r, rule what) {
+    return !r.valid() && r.count(what) == r.size();
+}
+
+/// The first violations of a report, copied so that a constant can hold them (a report owns a
+/// std::vector, which cannot outlive a constant evaluation).
+struct summary {
+    std::array<ppsched::violation, 4> v{};
+    std::size_t size = 0;
+    bool only_rule = true;
+    constexpr const ppsched::violation& operator[](std::size_t i) const { return v[i]; }
+};
+
+constexpr summary summarize(const ppsched::validation_report& r) {
+    summary s;
+    s.size = r.size();
+    for (std::size_t i = 0; i < r.size() && i < s.v.size(); ++i) s.v[i] = r[i];
+    for (const auto& x : r) s.only_rule = s.only_rule && x.what == r[0].what;
+    return s;
+}
+
+constexpr config v_2x2{
+    .ranks = 2, .stages_per_rank = 2, .microbatches = 2, .placement = ppsched::stage_placement::v};
+
+// ---- run-time helpers ------------------------------------------------------------------------
+
+config case_config(const ppsched_test::torch_case& c) {
+    const bool v = c.schedule == "ZBVZeroBubble" || c.schedule == "DualPipeV";
+    return config{.ranks = c.ranks,
+                  .stages_per_rank = c.stages_per_rank,
+                  .microbatches = c.microbatches,
+                  .placement = v ? ppsched::stage_placement::v : ppsched::stage_placement::loop};
+}
+
+order load(const std::string& relative, const config& cfg) {
+    const std::string path = torch_dir + "/" + relative;
+    return ppsched::io::read_csv(ppsched::io::read_file(path), cfg, path);
+}
+
+order load_case(const std::string& schedule, int ranks, int mb, int v, bool comms) {
+    for (const auto& c : ppsched_test::read_torch_cases(torch_dir + "/cases.json"))
+        if (c.schedule == schedule && c.ranks == ranks && c.microbatches == mb &&
+            c.stages_per_rank == v && c.status == "ok")
+            return load(comms ? c.comms : c.compute, case_config(c));
+    throw std::runtime_error("no such case " + schedule);
+}
+
+/// Position of the first slot holding `a` on `rank` (-1 if none).
+int find(const order& o, int rank, const action& a) {
+    const auto& row = o.rank(rank);
+    for (std::size_t i = 0; i < row.size(); ++i)
+        if (row[i] && *row[i] == a) return static_cast<int>(i);
+    return -1;
+}
+
+/// Rank and position of the first slot holding `a` anywhere.
+std::pair<int, int> locate(const order& o, const action& a) {
+    for (int r = 0; r < o.cfg().ranks; ++r)
+        if (int i = find(o, r, a); i >= 0) return {r, i};
+    return {-1, -1};
+}
+
+void erase_at(order& o, int rank, int step) {
+    auto& row = o.rank(rank);
+    row.erase(row.begin() + step);
+}
+
+/// Moves the slot at `from` so that it ends up at index `to` of the same row.
+void move_slot(order& o, int rank, int from, int to) {
+    auto& row = o.rank(rank);
+    const ppsched::slot s = row[static_cast<std::size_t>(from)];
+    row.erase(row.begin() + from);
+    row.insert(row.begin() + to, s);
+}
+
+bool has_at(const ppsched::validation_report& r, rule what, int rank, int step) {
+    return std::any_of(r.begin(), r.end(), [&](const ppsched::violation& v) {
+        return v.what == what && v.rank == rank && v.step == step;
+    });
+}
+
+} // namespace
+
+// ---- compile-time rules ----------------------------------------------------------------------
+
+TEST_CASE("a correct compute-only order validates at compile time", "[validate][static]") {
+    STATIC_REQUIRE(validate(gpipe_2x2()));
+    STATIC_REQUIRE(validate(v_2x1_split_backward()));
+    STATIC_REQUIRE(validate(gpipe_2x2_lowered()));
+    STATIC_REQUIRE(validate(gpipe_2x2_lowered()).size() == 0);
+}
+
+TEST_CASE("any range of per-rank action ranges validates against a config", "[validate]") {
+    const std::vector<std::vector<action>> rows{
+        {action::forward(0, 0), action::full_backward(0, 0)}};
+    CHECK(validate(rows, config{}));
+    CHECK(validate(rows, config{.microbatches = 2}).has(rule::missing_forward));
+}
+
+TEST_CASE("structural errors are reported with their rule", "[validate][static]") {
+    // Wrong number of rows.
+    STATIC_REQUIRE(validate(std::vector<std::vector<action>>{}, two_ranks).has(rule::rank_count));
+    // Stage and microbatch out of range.
+    STATIC_REQUIRE(validate(edited(gpipe_2x2(), [](order& o) {
+                       o.push(1, action::forward(2, 0));
+                   })).has(rule::stage_out_of_range));
+    STATIC_REQUIRE(
+        only(validate(edited(gpipe_2x2(), [](order& o) { o.push(1, action::forward(1, 2)); })),
+             rule::microbatch_out_of_range));
+    // A stage on the wrong rank.
+    STATIC_REQUIRE(validate(edited(gpipe_2x2(), [](order& o) {
+                       o.rank(0)[0] = action::forward(1, 0);
+                       o.rank(1)[0] = action::forward(0, 0);
+                   })).has(rule::wrong_rank));
+    // A malformed configuration.
+    STATIC_REQUIRE(
+        validate(std::vector<std::vector<action>>{}, config{.ranks = 0}).has(rule::invalid_config));
+}
+
+TEST_CASE("per-(stage, microbatch) rules catch missing, doubled and misordered compute",
+          "[validate][static]") {
+    STATIC_REQUIRE(only(validate(edited(gpipe_2x2(), [](order& o) { o.rank(1)[1] = {}; })),
+                        rule::missing_forward));
+    STATIC_REQUIRE(only(validate(edited(gpipe_2x2(), [](order& o) { o.rank(0)[3] = {}; })),
+                        rule::missing_backward));
+    STATIC_REQUIRE(
+        only(validate(edited(gpipe_2x2(), [](order& o) { o.push(0, action::forward(0, 1)); })),
+             rule::duplicate_action));
+    // I without W, W before I, I/W next to a B.
+    STATIC_REQUIRE(
+        only(validate(edited(v_2x1_split_backward(), [](order& o) { o.rank(1)[5] = {}; })),
+             rule::missing_weight));
+    STATIC_REQUIRE(validate(edited(v_2x1_split_backward(), [](order& o) {
+                       std::swap(o.rank(1)[3], o.rank(1)[5]);
+                   })).has(rule::weight_before_input));
+    STATIC_REQUIRE(validate(edited(gpipe_2x2(), [](order& o) {
+                       o.push(0, action::backward_weight(0, 0));
+                   })).has(rule::mixed_backward));
+    // Backward before its own forward (last stage: no other dependency is involved).
+    STATIC_REQUIRE(validate(edited(gpipe_2x2(), [](order& o) {
+                       std::swap(o.rank(1)[1], o.rank(1)[3]);
+                   })).has(rule::backward_before_forward));
+}
+
+TEST_CASE("an action before its same-rank dependency breaks dependency_order",
+          "[validate][static]") {
+    // Rank 1 runs stage 2's forward before stage 1's.
+    constexpr auto r = summarize(validate(
+        edited(v_2x1_split_backward(), [](order& o) { std::swap(o.rank(1)[0], o.rank(1)[1]); })));
+    STATIC_REQUIRE(r.size == 1);
+    STATIC_REQUIRE(r[0].what == rule::dependency_order);
+    STATIC_REQUIRE(r[0].rank == 1);
+    STATIC_REQUIRE(r[0].step == 0);
+    STATIC_REQUIRE(r[0].subject == action::forward(2, 0));
+    STATIC_REQUIRE(r[0].other == action::forward(1, 0));
+    STATIC_REQUIRE(r[0].other_step == 1);
+}
+
+TEST_CASE("OVERLAP_F_B is checked through its two sub-actions", "[validate][static]") {
+    // Rank 0 holds stages 0 and 3 under V: overlap 3's forward with 0's backward of another
+    // microbatch is fine, and each part counts once.
+    constexpr auto build = [](bool bad) {
+        order o(v_2x2);
+        // rank 0: 0F0 0F1 3F0 3B0 (3F1;0B0)OVERLAP 3B1 0B1
+        o.push(0, action::forward(0, 0));
+        o.push(0, action::forward(0, 1));
+        o.push(1, action::forward(1, 0));
+        o.push(1, action::forward(2, 0));
+        o.push(1, action::forward(1, 1));
+        o.push(1, action::forward(2, 1));
+        o.push(0, action::forward(3, 0));
+        o.push(0, action::full_backward(3, 0));
+        o.push(1, action::full_backward(2, 0));
+        o.push(1, action::full_backward(1, 0));
+        o.push(0, action::overlap(action::forward(3, 1),
+                                  bad ? action::full_backward(0, 1) : action::full_backward(0, 0)));
+        o.push(0, action::full_backward(3, 1));
+        o.push(1, action::full_backward(2, 1));
+        o.push(1, action::full_backward(1, 1));
+        o.push(0, bad ? action::full_backward(0, 0) : action::full_backward(0, 1));
+        return o;
+    };
+    STATIC_REQUIRE(validate(build(false)));
+    // 0B1 inside the overlap needs 1B1, which rank 1 only runs after rank 0 finishes 3B1: a
+    // deadlock between the two ranks.
+    STATIC_REQUIRE(validate(build(true)).has(rule::deadlock));
+}
+
+TEST_CASE("lowered-order rules catch missing, unmatched and needless communication",
+          "[validate][static]") {
+    // Receive removed: the send is unmatched and the forward lacks its receive.
+    constexpr auto no_recv =
+        summarize(validate(edited(gpipe_2x2_lowered(), [](order& o) { o.rank(1)[0] = {}; })));
+    STATIC_REQUIRE(no_recv.size == 2);
+    STATIC_REQUIRE(no_recv[0].what == rule::unmatched_send);
+    STATIC_REQUIRE(no_recv[0].subject == action::send_f(0, 0));
+    STATIC_REQUIRE(no_recv[1].what == rule::missing_recv);
+    STATIC_REQUIRE(no_recv[1].subject == action::forward(1, 0));
+    // Send removed: the receive is unmatched.
+    STATIC_REQUIRE(only(validate(edited(gpipe_2x2_lowered(), [](order& o) { o.rank(0)[1] = {}; })),
+                        rule::unmatched_recv));
+    // Send before the compute that produces it.
+    STATIC_REQUIRE(only(validate(edited(gpipe_2x2_lowered(),
+                                        [](order& o) { std::swap(o.rank(0)[0], o.rank(0)[1]); })),
+                        rule::send_before_compute));
+    // A send to a stage on the same rank (V turn) or past the last stage.
+    STATIC_REQUIRE(validate(edited(v_2x1_split_backward(), [](order& o) {
+                       o.rank(1).insert(o.rank(1).begin() + 1, action::send_f(1, 0));
+                       o.rank(1).insert(o.rank(1).begin() + 2, action::recv_f(2, 0));
+                   })).count(rule::needless_p2p) == 2);
+}
+
+TEST_CASE("UNSHARD/RESHARD and REDUCE_GRAD rules", "[validate][static]") {
+    constexpr auto fsdp = [](order o) {
+        for (int r = 0; r < 2; ++r) {
+            auto& row = o.rank(r);
+            row.insert(row.begin(), action::unshard(r));
+            row.push_back(action::reduce_grad(r));
+            row.push_back(action::reshard(r));
+        }
+        return o;
+    };
+    STATIC_REQUIRE(validate(fsdp(gpipe_2x2_lowered())));
+    // UNSHARD dropped: the stage starts sharded, so its compute runs sharded and the final
+    // RESHARD has nothing to free.
+    STATIC_REQUIRE(validate(edited(fsdp(gpipe_2x2_lowered()), [](order& o) {
+                       o.rank(0)[0] = {};
+                   })).count(rule::compute_while_sharded) == 4);
+    STATIC_REQUIRE(validate(edited(fsdp(gpipe_2x2_lowered()), [](order& o) {
+                       o.rank(0)[0] = {};
+                   })).count(rule::shard_mismatch) == 1);
+    // RESHARD moved before the last backward (rank 1: ..., 1B0, 1SEND_B0, 1B1, ...).
+    STATIC_REQUIRE(only(validate(edited(fsdp(gpipe_2x2_lowered()),
+                                        [](order& o) {
+                                            auto& row = o.rank(1);
+                                            row.pop_back();
+                                            row.insert(row.begin() + 7, action::reshard(1));
+                                        })),
+                        rule::compute_while_sharded));
+    // REDUCE_GRAD before the last backward.
+    constexpr auto early = summarize(validate(edited(fsdp(gpipe_2x2_lowered()), [](order& o) {
+        auto& row = o.rank(0);
+        std::swap(row[row.size() - 2], row[row.size() - 3]);
+    })));
+    STATIC_REQUIRE(early.size == 1);
+    STATIC_REQUIRE(early[0].what == rule::reduce_grad_early);
+    STATIC_REQUIRE(early[0].other == action::full_backward(0, 1));
+}
+
+TEST_CASE("a cross-rank wait cycle is reported as a deadlock naming both ranks",
+          "[validate][static]") {
+    // Rank 0 wants 0B0 (needs 1B0) before 0F1; rank 1 wants 1F1 (needs 0F1) before 1B0.
+    constexpr auto build = [] {
+        order o(two_ranks);
+        for (auto a : {action::forward(0, 0), action::full_backward(0, 0), action::forward(0, 1),
+                       action::full_backward(0, 1)})
+            o.push(0, a);
+        for (auto a : {action::forward(1, 0), action::forward(1, 1), action::full_backward(1, 0),
+                       action::full_backward(1, 1)})
+            o.push(1, a);
+        return o;
+    };
+    constexpr auto r = summarize(validate(build()));
+    STATIC_REQUIRE(r.only_rule);
+    STATIC_REQUIRE(r[0].what == rule::deadlock);
+    STATIC_REQUIRE(r.size == 2);
+    STATIC_REQUIRE(r[0].rank == 0);
+    STATIC_REQUIRE(r[0].step == 1);
+    STATIC_REQUIRE(r[0].subject == action::full_backward(0, 0));
+    STATIC_REQUIRE(r[0].other == action::full_backward(1, 0));
+    STATIC_REQUIRE(r[0].other_rank == 1);
+    STATIC_REQUIRE(r[1].rank == 1);
+    STATIC_REQUIRE(r[1].step == 1);
+    STATIC_REQUIRE(r[1].subject == action::forward(1, 1));
+    STATIC_REQUIRE(r[1].other == action::forward(0, 1));
+    STATIC_REQUIRE(r[1].other_rank == 0);
+
+    const std::string text = ppsched::to_string(validate(build()));
+    CHECK(text.find("rank 0, step 1: 0B0 waits forever for 1B0 (rank 1, step 2) [deadlock]") !=
+          std::string::npos);
+    CHECK(text.find("rank 1, step 1: 1F1 waits forever for 0F1 (rank 0, step 2) [deadlock]") !=
+          std::string::npos);
+}
+
+TEST_CASE("a lowered receive placed before its peer can send deadlocks", "[validate][static]") {
+    // Rank 0 waits for 1's gradient before sending its first activation.
+    constexpr auto r = summarize(validate(edited(gpipe_2x2_lowered(), [](order& o) {
+        auto& row = o.rank(0);
+        row.insert(row.begin(), action::recv_b(0, 0));
+        row.erase(row.begin() + 5);
+    })));
+    STATIC_REQUIRE(r.only_rule);
+    STATIC_REQUIRE(r[0].what == rule::deadlock);
+    STATIC_REQUIRE(r[0].subject == action::recv_b(0, 0));
+    STATIC_REQUIRE(r[0].other == action::send_b(1, 0));
+    STATIC_REQUIRE(r[1].subject == action::recv_f(1, 0));
+    STATIC_REQUIRE(r[1].other == action::send_f(0, 0));
+}
+
+// ---- conformance data ------------------------------------------------------------------------
+
+TEST_CASE("every PyTorch compute order validates", "[validate][conformance]") {
+    int n = 0;
+    for (const auto& c : ppsched_test::read_torch_cases(torch_dir + "/cases.json")) {
+        if (c.status != "ok") continue;
+        INFO(c.compute);
+        const auto report = validate(load(c.compute, case_config(c)));
+        INFO(ppsched::to_string(report));
+        CHECK(report);
+        ++n;
+    }
+    CHECK(n == 305);
+}
+
+TEST_CASE("every PyTorch lowered order validates", "[validate][conformance]") {
+    int n = 0;
+    for (const auto& c : ppsched_test::read_torch_cases(torch_dir + "/cases.json")) {
+        if (c.status != "ok") continue;
+        INFO(c.comms);
+        const auto report = validate(load(c.comms, case_config(c)));
+        INFO(ppsched::to_string(report));
+        CHECK(report);
+        ++n;
+    }
+    CHECK(n == 305);
+}
+
+TEST_CASE("the inferred configuration of every compute order validates",
+          "[validate][conformance]") {
+    for (const auto& c : ppsched_test::read_torch_cases(torch_dir + "/cases.json")) {
+        if (c.status != "ok") continue;
+        const std::string path = torch_dir + "/" + c.compute;
+        const order o = ppsched::io::read_csv(ppsched::io::read_file(path), path);
+        INFO(c.compute);
+        CHECK(validate(o));
+    }
+}
+
+// ---- mutations of PyTorch's orders -----------------------------------------------------------
+
+TEST_CASE("mutated compute orders are reported with the right rule and position",
+          "[validate][mutation]") {
+    const order base = load_case("Interleaved1F1B", 4, 8, 2, false);
+    REQUIRE(validate(base));
+
+    SECTION("dropping a forward") {
+        order o = base;
+        const auto [r, i] = locate(o, action::forward(5, 3));
+        erase_at(o, r, i);
+        const auto rep = validate(o);
+        REQUIRE(rep.find(rule::missing_forward));
+        CHECK(rep.find(rule::missing_forward)->subject == action::forward(5, 3));
+        CHECK(rep.find(rule::missing_forward)->rank == 1);
+    }
+    SECTION("dropping a backward") {
+        order o = base;
+        const auto [r, i] = locate(o, action::full_backward(2, 7));
+        o.rank(r)[static_cast<std::size_t>(i)] = {};
+        const auto rep = validate(o);
+        CHECK(only(rep, rule::missing_backward));
+        CHECK(rep[0].subject == action::full_backward(2, 7));
+    }
+    SECTION("duplicating an action") {
+        order o = base;
+        const auto [r, i] = locate(o, action::forward(6, 1));
+        auto& row = o.rank(r);
+        row.push_back(action::forward(6, 1));
+        const auto rep = validate(o);
+        CHECK(only(rep, rule::duplicate_action));
+        CHECK(rep[0].rank == r);
+        CHECK(rep[0].step == static_cast<int>(row.size()) - 1);
+        CHECK(rep[0].other_step == i);
+    }
+    SECTION("swapping a forward with the backward of the same microbatch") {
+        order o = base;
+        const auto [r, i] = locate(o, action::forward(7, 0));
+        const int j = find(o, r, action::full_backward(7, 0));
+        std::swap(o.rank(r)[static_cast<std::size_t>(i)], o.rank(r)[static_cast<std::size_t>(j)]);
+        const auto rep = validate(o);
+        CHECK(has_at(rep, rule::backward_before_forward, r, i));
+    }
+    SECTION("moving a forward after the backward that needs it deadlocks") {
+        // Rank 0 holds stages 0 and 4. Moving 4F0 after 0B0 leaves 4B0 waiting for 5B0 on
+        // rank 1, whose 5F0 waits for the moved 4F0: a cycle between ranks 0 and 1.
+        order o = base;
+        const int i = find(o, 0, action::forward(4, 0));
+        const int j = find(o, 0, action::full_backward(0, 0));
+        move_slot(o, 0, i, j);
+        const auto rep = validate(o);
+        INFO(ppsched::to_string(rep));
+        CHECK(rep.count(rule::deadlock) == 2);
+        CHECK(has_at(rep, rule::deadlock, 0, find(o, 0, action::full_backward(4, 0))));
+        CHECK(has_at(rep, rule::deadlock, 1, find(o, 1, action::forward(5, 0))));
+        CHECK(
+            has_at(rep, rule::backward_before_forward, 0, find(o, 0, action::full_backward(4, 0))));
+    }
+    SECTION("swapping two forwards of consecutive stages on the same rank (V placement)") {
+        order v = load_case("ZBVZeroBubble", 4, 8, 2, false);
+        REQUIRE(validate(v));
+        // Rank 3 holds stages 3 and 4.
+        const int i = find(v, 3, action::forward(3, 0));
+        const int j = find(v, 3, action::forward(4, 0));
+        std::swap(v.rank(3)[static_cast<std::size_t>(i)], v.rank(3)[static_cast<std::size_t>(j)]);
+        const auto rep = validate(v);
+        CHECK(has_at(rep, rule::dependency_order, 3, i));
+    }
+}
+
+TEST_CASE("every single-slot deletion of a compute order is caught", "[validate][mutation]") {
+    for (const char* schedule : {"Interleaved1F1B", "ZBVZeroBubble", "InterleavedZeroBubble"}) {
+        const order base = load_case(schedule, 2, 4, 2, false);
+        REQUIRE(validate(base));
+        for (int r = 0; r < base.cfg().ranks; ++r) {
+            for (std::size_t i = 0; i < base.rank(r).size(); ++i) {
+                if (!base.rank(r)[i]) continue;
+                order o = base;
+                o.rank(r)[i] = {};
+                INFO(schedule << " rank " << r << " step " << i);
+                CHECK_FALSE(validate(o));
+            }
+        }
+    }
+}
+
+TEST_CASE("mutated lowered orders are reported with the right rule and position",
+          "[validate][mutation]") {
+    const order base = load_case("Interleaved1F1B", 4, 8, 2, true);
+    REQUIRE(validate(base));
+
+    SECTION("a send removed") {
+        order o = base;
+        const auto [r, i] = locate(o, action::send_f(2, 3));
+        erase_at(o, r, i);
+        const auto [rr, ri] = locate(o, action::recv_f(3, 3));
+        const auto rep = validate(o);
+        CHECK(only(rep, rule::unmatched_recv));
+        CHECK(has_at(rep, rule::unmatched_recv, rr, ri));
+    }
+    SECTION("a receive removed") {
+        order o = base;
+        const auto [r, i] = locate(o, action::recv_b(4, 5));
+        erase_at(o, r, i);
+        const auto rep = validate(o);
+        const auto [sr, si] = locate(o, action::send_b(5, 5));
+        const auto [br, bi] = locate(o, action::full_backward(4, 5));
+        CHECK(has_at(rep, rule::unmatched_send, sr, si));
+        CHECK(has_at(rep, rule::missing_recv, br, bi));
+        CHECK(rep.size() == 2);
+    }
+    SECTION("a receive moved after the compute that needs it") {
+        order o = base;
+        const auto [r, i] = locate(o, action::recv_f(5, 2));
+        const int f = find(o, r, action::forward(5, 2));
+        move_slot(o, r, i, f);
+        const auto rep = validate(o);
+        CHECK(only(rep, rule::missing_recv));
+        CHECK(rep[0].rank == r);
+        CHECK(rep[0].step == f - 1);
+        CHECK(rep[0].other_step == f);
+    }
+    SECTION("a send moved before the compute that produces it") {
+        order o = base;
+        const auto [r, i] = locate(o, action::send_b(3, 0));
+        const int b = find(o, r, action::full_backward(3, 0));
+        move_slot(o, r, i, b);
+        const auto rep = validate(o);
+        CHECK(has_at(rep, rule::send_before_compute, r, b));
+    }
+    SECTION("a receive moved to the front of its rank") {
+        order o = base;
+        const auto [r, i] = locate(o, action::recv_b(1, 0));
+        move_slot(o, r, i, 0);
+        const auto rep = validate(o);
+        REQUIRE(rep.has(rule::deadlock));
+        CHECK(has_at(rep, rule::deadlock, r, 0));
+        INFO(ppsched::to_string(rep));
+        CHECK(rep.count(rule::deadlock) >= 2);
+    }
+    SECTION("a REDUCE_GRAD moved before the stage's last backward") {
+        order o = base;
+        const auto [r, i] = locate(o, action::reduce_grad(6));
+        const int b = find(o, r, action::full_backward(6, 7));
+        move_slot(o, r, i, b);
+        const auto rep = validate(o);
+        CHECK(only(rep, rule::reduce_grad_early));
+        CHECK(has_at(rep, rule::reduce_grad_early, r, b));
+    }
+    SECTION("an UNSHARD removed") {
+        order o = base;
+        const auto [r, i] = locate(o, action::unshard(0));
+        erase_at(o, r, i);
+        const auto rep = validate(o);
+        REQUIRE(rep.has(rule::compute_while_sharded));
+        CHECK(rep.find(rule::compute_while_sharded)->subject == action::forward(0, 0));
+    }
+}
+
+TEST_CASE("every single send or receive removed from a lowered order is caught",
+          "[validate][mutation]") {
+    for (const char* schedule : {"1F1B", "Interleaved1F1B", "ZBVZeroBubble", "DualPipeV"}) {
+        const int v = std::string(schedule) == "1F1B" ? 1 : 2;
+        const order base = load_case(schedule, 4, 8, v, true);
+        REQUIRE(validate(base));
+        int checked = 0;
+        for (int r = 0; r < base.cfg().ranks; ++r) {
+            for (std::size_t i = 0; i < base.rank(r).size(); ++i) {
+                if (!base.rank(r)[i] || !ppsched::is_p2p(base.rank(r)[i]->kind())) continue;
+                order o = base;
+                erase_at(o, r, static_cast<int>(i));
+                const auto rep = validate(o);
+                INFO(schedule << " rank " << r << " step " << i);
+                const bool send = ppsched::is_send(base.rank(r)[i]->kind());
+                CHECK(rep.has(send ? rule::unmatched_recv : rule::unmatched_send));
+                ++checked;
+            }
+        }
+        CHECK(checked > 0);
+    }
+}
+
+TEST_CASE("the report prints the step table with the failing step marked", "[validate]") {
+    order o = gpipe_2x2();
+    std::swap(o.rank(1)[1], o.rank(1)[3]);
+    const auto rep = validate(o);
+    const std::string text = ppsched::format_report(o, rep);
+    CHECK(text.find("rank 1, step 1: 1B1 runs before its forward 1F1 (rank 1, step 3) "
+                    "[backward_before_forward]") != std::string::npos);
+    CHECK(text.find("Step 1: 0F1    1B1    <-- ERROR HERE") != std::string::npos);
+    CHECK(ppsched::format_report(gpipe_2x2(), validate(gpipe_2x2())).rfind("valid\n", 0) == 0);
+}
