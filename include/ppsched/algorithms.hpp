@@ -4,3 +4,4 @@
 /// simulation).
 
 #include "ppsched/algorithms/validate.hpp"
+#include "ppsched/algorithms/add_spacing.hpp"
