@@ -54,7 +54,8 @@ TEST_CASE("the registry rejects unknown names, parameters and unsupported config
           "[registry][errors]") {
     const auto& reg = ppsched::builtin_schedules();
     CHECK_THROWS_WITH(reg.generate("Interleaved2F2B", config{}),
-                      Catch::Matchers::StartsWith("ppsched: unknown schedule 'Interleaved2F2B'; "
+                      Catch::Matchers::StartsWith("ppsched::schedule_registry: unknown schedule "
+                                                  "'Interleaved2F2B'; "
                                                   "the valid options are 1F1B (one_f_one_b), "));
     CHECK_THROWS_WITH(reg.generate("1F1B", config{.ranks = 4, .microbatches = 2}),
                       "one_f_one_b: microbatches (2) must be >= ranks (4)");

@@ -18,6 +18,8 @@ namespace ppsched::cli {
 using command_function = int (*)(std::span<const std::string> argv, output& out);
 
 int cmd_show(std::span<const std::string> argv, output& out);
+int cmd_schedules(std::span<const std::string> argv, output& out);
+int cmd_generate(std::span<const std::string> argv, output& out);
 
 /// One row of the subcommand table.
 struct command {
@@ -29,6 +31,8 @@ struct command {
 /// Every subcommand.
 inline constexpr command commands[] = {
     {"show", "print a CSV pipeline order as PyTorch's step table", cmd_show},
+    {"schedules", "list the schedules with their constraints", cmd_schedules},
+    {"generate", "print the pipeline order of a schedule for a configuration", cmd_generate},
 };
 
 } // namespace ppsched::cli

@@ -133,7 +133,7 @@ class schedule_registry {
             if (!options.empty()) options += ", ";
             options += e.pytorch_name + " (" + e.name + ")";
         }
-        throw config_error("ppsched: unknown schedule '" + std::string(name) +
+        throw config_error("ppsched::schedule_registry: unknown schedule '" + std::string(name) +
                            "'; the valid options are " + options);
     }
 

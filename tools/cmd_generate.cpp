@@ -1,0 +1,80 @@
+// `ppsched generate NAME --ranks P --microbatches M [--stages-per-rank V] [--format csv|table]`:
+// prints the compute-only pipeline order of a schedule.
+
+#include <span>
+#include <string>
+
+#include <ppsched/config.hpp>
+#include <ppsched/io/csv.hpp>
+#include <ppsched/io/step_table.hpp>
+#include <ppsched/registry.hpp>
+
+#include "cli.hpp"
+#include "commands.hpp"
+
+namespace ppsched::cli {
+
+namespace {
+
+constexpr option generate_options[] = {
+    {"--ranks", "P", "pipeline ranks (required)"},
+    {"--microbatches", "M", "microbatches per iteration (required)"},
+    {"--stages-per-rank", "V",
+     "stages per rank (default: the schedule's, see 'ppsched schedules')"},
+    {"--format", "FORMAT",
+     "csv (PyTorch's CSV, one row per rank; the default) or table "
+     "(PyTorch's step table)"},
+};
+
+constexpr command_help generate_help{
+    .name = "generate",
+    .arguments = "NAME",
+    .summary = "Print the compute-only pipeline order of schedule NAME (PyTorch's name such as\n"
+               "Interleaved1F1B, or the C++ name such as interleaved_1f1b; case-insensitive).",
+    .options = generate_options,
+    .details = "A configuration the schedule does not support is an error (exit status 2) with\n"
+               "the schedule's message. 'ppsched schedules' lists the names and constraints.",
+};
+
+// Orders larger than this many slots are refused: they would not fit a terminal or a file
+// anyone reads, and the cap keeps a typo from exhausting memory.
+constexpr long long max_slots = 50'000'000;
+
+} // namespace
+
+int cmd_generate(std::span<const std::string> argv, output& out) {
+    const args a = parse(argv, generate_help);
+    if (a.help_requested()) {
+        out.out = help_text(generate_help);
+        return exit_ok;
+    }
+    a.expect_positionals(1, 1, "NAME");
+    const schedule_entry* found = builtin_schedules().find(a.positionals()[0]);
+    if (found == nullptr)
+        throw usage_error("unknown schedule '" + a.positionals()[0] +
+                          "'; 'ppsched schedules' lists them");
+    const schedule_entry& entry = *found;
+    if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
+    if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
+    const std::string format = a.value("--format").value_or("csv");
+    if (format != "csv" && format != "table")
+        throw usage_error("--format must be csv or table, got '" + format + "'");
+
+    constexpr long long max_int = 1LL << 30;
+    config cfg;
+    cfg.ranks = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
+    cfg.microbatches = static_cast<int>(a.integer("--microbatches", 1, max_int, 1));
+    cfg.stages_per_rank = static_cast<int>(
+        a.integer("--stages-per-rank", 1, max_stage + 1, entry.default_stages_per_rank));
+    // Every schedule runs at most three compute actions (F, I, W) per stage and microbatch.
+    const long long slots = 3LL * cfg.ranks * cfg.stages_per_rank * cfg.microbatches;
+    if (slots > max_slots)
+        throw usage_error("the order would have about " + std::to_string(slots) +
+                          " actions; at most " + std::to_string(max_slots) + " are printed");
+
+    const order o = builtin_schedules().generate(entry.name, cfg);
+    out.out = format == "csv" ? io::write_csv(o) : io::format_step_table(o);
+    return exit_ok;
+}
+
+} // namespace ppsched::cli
