@@ -16,6 +16,7 @@
 #include "ppsched/action.hpp"
 #include "ppsched/io/step_table.hpp"
 #include "ppsched/config.hpp"
+#include "ppsched/detail/action_table.hpp"
 #include "ppsched/order.hpp"
 
 namespace ppsched {
@@ -143,31 +144,6 @@ struct order_pos {
 
 /// The kinds of (stage, microbatch) events validation tracks, as dense table planes.
 enum class event_class : int { f, i, w, b, send_f, recv_f, send_b, recv_b };
-inline constexpr int event_class_count = 8;
-
-/// The plane of an action kind, or -1 for kinds without a microbatch.
-[[nodiscard]] constexpr int event_plane(action_kind k) noexcept {
-    switch (k) {
-    case action_kind::forward:
-        return 0;
-    case action_kind::backward_input:
-        return 1;
-    case action_kind::backward_weight:
-        return 2;
-    case action_kind::full_backward:
-        return 3;
-    case action_kind::send_f:
-        return 4;
-    case action_kind::recv_f:
-        return 5;
-    case action_kind::send_b:
-        return 6;
-    case action_kind::recv_b:
-        return 7;
-    default:
-        return -1;
-    }
-}
 
 /// The validation state: the order copied flat (so any input range is walked once), and dense
 /// tables indexed by (plane, stage, microbatch) with the first position of each action.
@@ -281,7 +257,7 @@ class validator {
 
     // ---- pass 1: structure and the index of first positions --------------------------------
     constexpr void index_actions() {
-        first_.assign(static_cast<std::size_t>(event_class_count) * static_cast<std::size_t>(S_) *
+        first_.assign(static_cast<std::size_t>(action_plane_count) * static_cast<std::size_t>(S_) *
                           static_cast<std::size_t>(M_),
                       order_pos{});
         stage_info_.assign(static_cast<std::size_t>(S_), stage_info{});
@@ -348,7 +324,7 @@ class validator {
         default:
             break;
         }
-        const int plane = event_plane(a.kind());
+        const int plane = action_plane(a.kind());
         order_pos& slot_pos = first_[cell(plane, a.stage(), a.microbatch())];
         if (slot_pos.present()) {
             add(rule::duplicate_action, here, a, slot_pos, a);
@@ -590,7 +566,7 @@ class validator {
                 }
                 for (int k = 0; k < np; ++k) {
                     const action& p = parts[static_cast<std::size_t>(k)];
-                    const int plane = event_plane(p.kind());
+                    const int plane = action_plane(p.kind());
                     if (plane < 0 || p.stage() >= S_ || p.microbatch() >= M_) continue;
                     const std::size_t c = cell(plane, p.stage(), p.microbatch());
                     if (done[c]) continue;
@@ -641,7 +617,8 @@ class validator {
         if (!a.is_overlap()) return a;
         const auto plane =
             static_cast<int>(c / (static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_)));
-        return event_plane(a.forward_part().kind()) == plane ? a.forward_part() : a.backward_part();
+        return action_plane(a.forward_part().kind()) == plane ? a.forward_part()
+                                                              : a.backward_part();
     }
 
     struct stage_info {

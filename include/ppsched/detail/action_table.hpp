@@ -1,0 +1,63 @@
+#pragma once
+/// \file detail/action_table.hpp
+/// Dense tables indexed by (kind plane, stage, microbatch), so that per-action bookkeeping in
+/// constexpr algorithms (validation, simulation) needs no hash map.
+
+#include <cstddef>
+
+#include "ppsched/action.hpp"
+
+namespace ppsched::detail {
+
+/// Number of planes: F, I, W, B, SEND_F, RECV_F, SEND_B, RECV_B.
+inline constexpr int action_plane_count = 8;
+
+/// The plane of a kind that names a microbatch (OVERLAP_F_B excluded: use its parts), or -1.
+[[nodiscard]] constexpr int action_plane(action_kind k) noexcept {
+    switch (k) {
+    case action_kind::forward:
+        return 0;
+    case action_kind::backward_input:
+        return 1;
+    case action_kind::backward_weight:
+        return 2;
+    case action_kind::full_backward:
+        return 3;
+    case action_kind::send_f:
+        return 4;
+    case action_kind::recv_f:
+        return 5;
+    case action_kind::send_b:
+        return 6;
+    case action_kind::recv_b:
+        return 7;
+    default:
+        return -1;
+    }
+}
+
+/// Index arithmetic of a (plane, stage, microbatch) table.
+struct action_table_index {
+    int stages = 0;
+    int microbatches = 0;
+    [[nodiscard]] constexpr std::size_t size() const noexcept {
+        return static_cast<std::size_t>(action_plane_count) * static_cast<std::size_t>(stages) *
+               static_cast<std::size_t>(microbatches);
+    }
+    [[nodiscard]] constexpr std::size_t operator()(int plane, int stage, int mb) const noexcept {
+        return (static_cast<std::size_t>(plane) * static_cast<std::size_t>(stages) +
+                static_cast<std::size_t>(stage)) *
+                   static_cast<std::size_t>(microbatches) +
+               static_cast<std::size_t>(mb);
+    }
+    /// Whether an action part can be indexed (stage and microbatch in range).
+    [[nodiscard]] constexpr bool fits(const action& a) const noexcept {
+        return a.stage() < stages && a.microbatch() >= 0 && a.microbatch() < microbatches &&
+               action_plane(a.kind()) >= 0;
+    }
+    [[nodiscard]] constexpr std::size_t operator()(const action& a) const noexcept {
+        return (*this)(action_plane(a.kind()), a.stage(), a.microbatch());
+    }
+};
+
+} // namespace ppsched::detail
