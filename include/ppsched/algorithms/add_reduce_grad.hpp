@@ -1,0 +1,63 @@
+#pragma once
+/// \file algorithms/add_reduce_grad.hpp
+/// `add_reduce_grad(order)`: inserts `REDUCE_GRAD` after each stage's last backward, as
+/// PyTorch's `_add_reduce_grad` does.
+
+#include <cstddef>
+#include <vector>
+
+#include "ppsched/action.hpp"
+#include "ppsched/config.hpp"
+#include "ppsched/detail/lowering.hpp"
+#include "ppsched/error.hpp"
+#include "ppsched/order.hpp"
+
+namespace ppsched {
+namespace detail {
+
+/// One rank of `add_reduce_grad`: counts the weight-gradient actions (`W` and `B`, also inside
+/// an `OVERLAP_F_B`) per stage and emits `REDUCE_GRAD` right after the one that makes the
+/// count equal to `microbatches`. Idle slots are dropped. Linear in the row length.
+template <class Row>
+constexpr rank_slots reduce_grad_row(const Row& row, int microbatches) {
+    rank_slots out;
+    std::vector<int> count; // per stage, grown on demand
+    for (const auto& s : row) {
+        const action* a = slot_action(s);
+        if (!a) continue;
+        out.push_back(*a);
+        for_each_part(*a, [&](const action& p) {
+            // `I` does not finish a stage's weight gradient; `W` or `B` does.
+            if (p.kind() != action_kind::backward_weight && p.kind() != action_kind::full_backward)
+                return;
+            const auto st = static_cast<std::size_t>(p.stage());
+            if (st >= count.size()) count.resize(st + 1, 0);
+            if (++count[st] == microbatches) out.push_back(action::reduce_grad(p.stage()));
+        });
+    }
+    return out;
+}
+
+} // namespace detail
+
+/// Inserts `REDUCE_GRAD` into each rank right after the action that completes a stage's weight
+/// gradients, i.e. its `cfg.microbatches`-th `W` or `B` (sub-actions of `OVERLAP_F_B` count),
+/// as PyTorch's `_add_reduce_grad` does. Idle slots are dropped. A stage with fewer backwards
+/// gets no `REDUCE_GRAD` (PyTorch's behaviour; `validate` reports such orders).
+/// Requires: one row per rank. Complexity: linear in the number of slots.
+template <order_range R>
+[[nodiscard]] constexpr order add_reduce_grad(const R& rows, const config& cfg) {
+    std::vector<rank_slots> out;
+    for (const auto& row : rows) out.push_back(detail::reduce_grad_row(row, cfg.microbatches));
+    PPSCHED_EXPECTS(out.size() == static_cast<std::size_t>(cfg.ranks),
+                    "ppsched::add_reduce_grad: the order has ", out.size(),
+                    " rows but the configuration has ", cfg.ranks, " ranks");
+    return order(cfg, std::move(out));
+}
+
+/// `add_reduce_grad(o, o.cfg())`.
+[[nodiscard]] constexpr order add_reduce_grad(const order& o) {
+    return add_reduce_grad(o, o.cfg());
+}
+
+} // namespace ppsched

@@ -1,0 +1,141 @@
+#include <ppsched/algorithms/lower.hpp>
+#include <ppsched/algorithms/validate.hpp>
+#include <ppsched/io/csv.hpp>
+#include <ppsched/io/step_table.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "support/order_literal.hpp"
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using ppsched::config;
+using ppsched::stage_placement;
+using ppsched_test::csv_rows;
+using ppsched_test::order_of;
+
+namespace {
+
+const fs::path torch_dir = fs::path(PPSCHED_CONFORMANCE_DIR) / "torch";
+
+/// The configuration a conformance file name states: `<Schedule>_pp<P>_mb<M>_v<V>.csv`; the V
+/// placement for the schedules PyTorch runs on it (ZBVZeroBubble, DualPipeV).
+config config_of(const std::string& stem) {
+    const auto field = [&](const std::string& tag) {
+        const std::size_t at = stem.find(tag);
+        REQUIRE(at != std::string::npos);
+        return std::stoi(stem.substr(at + tag.size()));
+    };
+    const bool v = stem.rfind("ZBVZeroBubble_", 0) == 0 || stem.rfind("DualPipeV_", 0) == 0;
+    return config{.ranks = field("_pp"),
+                  .stages_per_rank = field("_v"),
+                  .microbatches = field("_mb"),
+                  .placement = v ? stage_placement::v : stage_placement::loop};
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+        ++n;
+    return n;
+}
+
+} // namespace
+
+TEST_CASE("lower reproduces every PyTorch comms order from its compute order",
+          "[lower][conformance]") {
+    std::size_t files = 0, rows = 0;
+    for (const auto& entry : fs::directory_iterator(torch_dir / "comms")) {
+        const std::string name = entry.path().filename().string();
+        const std::string stem = name.substr(0, name.size() - 4);
+        INFO(name);
+        const config cfg = config_of(stem);
+        const auto compute = ppsched::io::read_csv(
+            ppsched::io::read_file((torch_dir / "compute" / name).string()), cfg, name);
+        const auto expected =
+            ppsched::io::read_csv_rows(ppsched::io::read_file(entry.path().string()), name);
+        const auto lowered = ppsched::lower(compute);
+        const auto got = csv_rows(lowered);
+        const auto want = csv_rows(expected);
+        REQUIRE(got.size() == want.size());
+        for (std::size_t r = 0; r < got.size(); ++r) {
+            INFO("rank " << r);
+            CHECK(got[r] == want[r]);
+        }
+        // What the runtime executes must be valid as a lowered order.
+        const auto report = ppsched::validate(lowered);
+        if (!report) FAIL_CHECK(ppsched::to_string(report));
+        ++files;
+        rows += got.size();
+    }
+    // One comms file per accepted case of cases.json.
+    const std::string cases = ppsched::io::read_file((torch_dir / "cases.json").string());
+    CHECK(files == count_of(cases, "\"comms\""));
+    CHECK(files >= 305);
+    CHECK(rows > 1000);
+}
+
+TEST_CASE("lower prints PyTorch's step table of the lowered misc orders", "[lower][conformance]") {
+    const std::string suffix = ".format_comms.txt";
+    int files = 0;
+    for (const auto& entry : fs::directory_iterator(torch_dir / "misc")) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() <= suffix.size() || name.substr(name.size() - suffix.size()) != suffix)
+            continue;
+        const std::string stem = name.substr(0, name.size() - suffix.size());
+        INFO(stem);
+        const config cfg = config_of(stem);
+        const auto compute = ppsched::io::read_csv(
+            ppsched::io::read_file((torch_dir / "compute" / (stem + ".csv")).string()), cfg);
+        CHECK(ppsched::io::format_step_table(ppsched::lower(compute)) ==
+              ppsched::io::read_file(entry.path().string()));
+        ++files;
+    }
+    CHECK(files == 5);
+}
+
+TEST_CASE("lower runs unshard/reshard, reduce_grad, then send/recv", "[lower]") {
+    const config cfg{.ranks = 2, .stages_per_rank = 1, .microbatches = 1};
+    const auto in = order_of(cfg, {"0F0,,0B0", ",1F0,1B0"});
+    // Per rank: UNSHARD, compute, REDUCE_GRAD after the last backward, RESHARD. Then the
+    // rounds: UNSHARDs; 0F0 sends and 1F0 runs; 0B0 waits while 1B0 sends back; 0B0 runs.
+    CHECK(csv_rows(ppsched::lower(in)) ==
+          std::vector<std::string>{"0UNSHARD,0F0,0SEND_F0,0RECV_B0,0B0,0REDUCE_GRAD,0RESHARD",
+                                   "1UNSHARD,1RECV_F0,1F0,1B0,1SEND_B0,1REDUCE_GRAD,1RESHARD"});
+    SECTION("without the FSDP and gradient-reduction passes, idle slots still go") {
+        const auto lowered = ppsched::lower(in, {.unshard_reshard = false, .reduce_grad = false});
+        CHECK(csv_rows(lowered) ==
+              std::vector<std::string>{"0F0,0SEND_F0,0RECV_B0,0B0", "1RECV_F0,1F0,1B0,1SEND_B0"});
+    }
+}
+
+TEST_CASE("lower can merge split backwards first", "[lower]") {
+    const config cfg{.ranks = 2, .stages_per_rank = 1, .microbatches = 1};
+    const auto in = order_of(cfg, {"0F0,0I0,0W0", "1F0,1I0,1W0"});
+    const auto merged =
+        ppsched::lower(in, {.unshard_reshard = false, .reduce_grad = false, .merge_bw = true});
+    CHECK(csv_rows(merged) ==
+          std::vector<std::string>{"0F0,0SEND_F0,0RECV_B0,0B0", "1RECV_F0,1F0,1B0,1SEND_B0"});
+    const auto split = ppsched::lower(in, {.unshard_reshard = false, .reduce_grad = false});
+    CHECK(csv_rows(split) == std::vector<std::string>{"0F0,0SEND_F0,0RECV_B0,0I0,0W0",
+                                                      "1RECV_F0,1F0,1I0,1SEND_B0,1W0"});
+}
+
+TEST_CASE("lower accepts only compute-only orders", "[lower][errors]") {
+    const config cfg{.ranks = 1, .stages_per_rank = 1, .microbatches = 1};
+    CHECK_THROWS_WITH(ppsched::lower(order_of(cfg, {"0UNSHARD,0F0,0B0"})),
+                      Catch::Contains("expected a compute-only order"));
+}
+
+TEST_CASE("lower works in constant expressions", "[lower][constexpr]") {
+    constexpr config cfg{.ranks = 2, .stages_per_rank = 1, .microbatches = 1};
+    STATIC_REQUIRE(ppsched::lower(order_of(cfg, {"0F0,0B0", "1F0,1B0"})) ==
+                   order_of(cfg, {"0UNSHARD,0F0,0SEND_F0,0RECV_B0,0B0,0REDUCE_GRAD,0RESHARD",
+                                  "1UNSHARD,1RECV_F0,1F0,1B0,1SEND_B0,1REDUCE_GRAD,1RESHARD"}));
+    // A lowered order is valid, at compile time too.
+    STATIC_REQUIRE(ppsched::validate(ppsched::lower(order_of(cfg, {"0F0,0B0", "1F0,1B0"}))));
+}
