@@ -5,4 +5,9 @@
 
 #include "ppsched/algorithms/validate.hpp"
 #include "ppsched/algorithms/add_spacing.hpp"
+#include "ppsched/algorithms/add_unshard_reshard.hpp"
+#include "ppsched/algorithms/add_reduce_grad.hpp"
+#include "ppsched/algorithms/add_send_recv.hpp"
+#include "ppsched/algorithms/merge_bw.hpp"
+#include "ppsched/algorithms/lower.hpp"
 #include "ppsched/algorithms/simulate_steps.hpp"
