@@ -1,0 +1,531 @@
+#pragma once
+/// \file algorithms/simulate.hpp
+/// `simulate(order, costs)`: a timed replay of a pipeline order under a cost model. Each rank
+/// runs its actions in its order; an action starts when the rank is free and its inputs have
+/// arrived. Returns every action's start and end, the makespan, each rank's busy and idle time,
+/// the bubble, and each rank's peak activation memory. A deadlock is reported, not looped on.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ppsched/action.hpp"
+#include "ppsched/config.hpp"
+#include "ppsched/cost_model.hpp"
+#include "ppsched/error.hpp"
+#include "ppsched/order.hpp"
+
+namespace ppsched {
+
+/// Where an action runs on its rank.
+enum class stream : std::uint8_t {
+    compute, ///< F, I, W, B, OVERLAP_F_B: one at a time, in the rank's order
+    comm,    ///< UNSHARD, RESHARD, REDUCE_GRAD: one at a time, overlapping compute
+    p2p,     ///< SEND and RECV: instantaneous marks (a RECV lasts until its data arrives)
+};
+
+/// Name of a stream (`compute`, `comm`, `p2p`).
+[[nodiscard]] constexpr const char* to_chars(stream s) noexcept {
+    return s == stream::compute ? "compute" : s == stream::comm ? "comm" : "p2p";
+}
+
+/// One action of the timeline.
+struct timed_action {
+    action act;                  ///< the action
+    int rank = 0;                ///< its rank
+    int slot = 0;                ///< its position in the rank's row (idle slots counted)
+    stream on = stream::compute; ///< the stream it runs on
+    bool ran = false; ///< false when a deadlock or an invalid action stopped the rank first
+    double start = 0; ///< when it starts (for a RECV: when it is posted)
+    double end = 0;   ///< when it ends (for a RECV: when its data has arrived)
+};
+
+/// What happened on one rank.
+struct rank_summary {
+    int rank = 0;
+    double busy = 0;                ///< time the compute stream works
+    double idle = 0;                ///< makespan - busy
+    double bubble_fraction = 0;     ///< idle / makespan
+    double comm_busy = 0;           ///< time the communication stream works (UNSHARD, REDUCE_GRAD)
+    double end = 0;                 ///< when the rank's last action ends
+    double peak_activations = 0;    ///< largest activation memory held at once
+    double peak_activations_at = 0; ///< when that peak is first reached
+    double parameters = 0;          ///< parameter memory of the rank's stages
+    double peak_memory = 0;         ///< parameters + peak_activations
+};
+
+/// Outcome of a simulation.
+enum class simulation_status : std::uint8_t {
+    ok,       ///< every action ran
+    deadlock, ///< some ranks wait for inputs that never come (see `simulation::stuck`)
+    invalid,  ///< an action cannot be simulated (see `simulation::problem`)
+};
+
+/// A rank that cannot proceed: its next action and the input it waits for.
+struct stuck_rank {
+    int rank = 0; ///< the waiting rank
+    int slot = 0; ///< position of its next action in its row
+    action at;    ///< its next action
+    /// The action whose result it waits for. A backward dependency is shown as `B`: an `I`
+    /// of the same stage and microbatch serves too.
+    action waiting_for;
+    int waiting_rank = 0; ///< where `waiting_for` should run
+};
+
+/// An action the simulator cannot run, and why.
+struct simulation_problem {
+    int rank = 0;
+    int slot = 0;
+    action at;
+    const char* what = ""; ///< a static message
+};
+
+/// The result of `simulate`: the timeline and its summary.
+struct simulation {
+    simulation_status status = simulation_status::ok;
+    /// Every action, by rank and then in its rank's order.
+    std::vector<timed_action> timeline;
+    /// One summary per rank.
+    std::vector<rank_summary> ranks;
+    double makespan = 0;        ///< when the last action (compute or communication) ends
+    double total_compute = 0;   ///< sum of every rank's busy time
+    double ideal = 0;           ///< total_compute / ranks: the makespan with no bubble at all
+    double bubble_fraction = 0; ///< total idle / (ranks * makespan)
+    double bubble_ratio = 0;    ///< (makespan - ideal) / ideal
+    bool lowered = false; ///< the order had SEND/RECV actions (dependencies went through them)
+    std::vector<stuck_rank> stuck; ///< with `deadlock`: every rank that could not finish
+    simulation_problem problem{};  ///< with `invalid`
+
+    /// True when every action ran.
+    [[nodiscard]] constexpr explicit operator bool() const noexcept {
+        return status == simulation_status::ok;
+    }
+};
+
+namespace detail {
+
+// Dense dependency keys: (kind * stages + stage) * microbatches + microbatch.
+enum sim_key : std::size_t {
+    key_forward = 0, // F of (stage, mb) has ended
+    key_grad,        // I or B of (stage, mb) has ended: the input gradient exists
+    key_send_f,      // SEND_F of (stage, mb) was issued
+    key_send_b,      // SEND_B of (stage, mb) was issued
+    key_recv_f,      // RECV_F of (stage, mb) was posted
+    key_recv_b,      // RECV_B of (stage, mb) was posted
+    key_kinds
+};
+
+[[nodiscard]] constexpr double max2(double a, double b) noexcept { return a < b ? b : a; }
+
+/// The simulator's state; one instance per call.
+class simulator {
+  public:
+    constexpr simulator(const config& cfg, const cost_model& costs)
+        : cfg_(cfg), stages_(static_cast<std::size_t>(cfg.num_stages())),
+          mbs_(static_cast<std::size_t>(cfg.microbatches)), message_(costs.message_time()),
+          frees_by_i_(costs.input_grad_frees) {
+        costs_.reserve(stages_);
+        for (std::size_t s = 0; s < stages_; ++s) costs_.push_back(costs.at(static_cast<int>(s)));
+    }
+
+    template <order_range R>
+    constexpr simulation run(const R& rows) {
+        flatten(rows);
+        if (out_.status == simulation_status::ok) execute();
+        summarize();
+        return std::move(out_);
+    }
+
+  private:
+    template <order_range R>
+    constexpr void flatten(const R& rows) {
+        begin_.push_back(0);
+        int r = 0;
+        for (const auto& row : rows) {
+            int i = 0;
+            for (const auto& s : row) {
+                const action* a = slot_action(s);
+                if (a) {
+                    timed_action t;
+                    t.act = *a;
+                    t.rank = r;
+                    t.slot = i;
+                    t.on = is_compute(a->kind()) ? stream::compute
+                           : is_p2p(a->kind())   ? stream::p2p
+                                                 : stream::comm;
+                    if (is_p2p(a->kind())) out_.lowered = true;
+                    out_.timeline.push_back(t);
+                    if (out_.status == simulation_status::ok) check_range(*a, r, i);
+                }
+                ++i;
+            }
+            begin_.push_back(out_.timeline.size());
+            ++r;
+        }
+        ranks_ = r;
+        PPSCHED_EXPECTS(ranks_ == cfg_.ranks, "ppsched::simulate: the order has ", ranks_,
+                        " rows but the configuration has ", cfg_.ranks, " ranks");
+    }
+
+    constexpr void check_range(const action& a, int r, int slot) {
+        std::array<action, 2> parts;
+        const int n = a.parts(parts);
+        for (int i = 0; i < n; ++i) {
+            const action& p = parts[static_cast<std::size_t>(i)];
+            if (static_cast<std::size_t>(p.stage()) >= stages_)
+                return fail(r, slot, a, "stage out of range for the configuration");
+            if (p.has_microbatch() && static_cast<std::size_t>(p.microbatch()) >= mbs_)
+                return fail(r, slot, a, "microbatch out of range for the configuration");
+            if (cfg_.stage_to_rank(p.stage()) != r)
+                return fail(r, slot, a, "action on a rank that does not hold its stage");
+        }
+    }
+
+    constexpr void fail(int r, int slot, const action& a, const char* what) {
+        if (out_.status == simulation_status::invalid) return;
+        out_.status = simulation_status::invalid;
+        out_.problem = {r, slot, a, what};
+    }
+
+    [[nodiscard]] constexpr std::size_t key(sim_key k, int stage, int mb) const noexcept {
+        return (static_cast<std::size_t>(k) * stages_ + static_cast<std::size_t>(stage)) * mbs_ +
+               static_cast<std::size_t>(mb);
+    }
+
+    constexpr void execute() {
+        const auto R = static_cast<std::size_t>(ranks_);
+        time_.assign(key_kinds * stages_ * mbs_, -1.0);
+        waiters_.assign(time_.size(), -1);
+        recv_entry_.assign(2 * stages_ * mbs_, 0);
+        unshard_end_.assign(stages_, 0.0);
+        next_waiter_.assign(R, -1);
+        blocked_on_.assign(R, 0);
+        pos_.assign(begin_.begin(), begin_.end() - 1);
+        compute_free_.assign(R, 0.0);
+        comm_free_.assign(R, 0.0);
+        memory_.assign(R, 0.0);
+        out_.ranks.assign(R, rank_summary{});
+        for (int r = 0; r < ranks_; ++r) {
+            out_.ranks[static_cast<std::size_t>(r)].rank = r;
+            ready_.push_back(r);
+        }
+        while (!ready_.empty() && out_.status == simulation_status::ok) {
+            const int r = ready_.back();
+            ready_.pop_back();
+            advance(r);
+        }
+        if (out_.status != simulation_status::ok) return;
+        for (int r = 0; r < ranks_; ++r) {
+            const auto ru = static_cast<std::size_t>(r);
+            if (pos_[ru] == begin_[ru + 1]) continue;
+            out_.status = simulation_status::deadlock;
+            const timed_action& t = out_.timeline[pos_[ru]];
+            const std::size_t k = blocked_on_[ru];
+            const std::size_t per_kind = stages_ * mbs_;
+            const auto kind = static_cast<sim_key>(k / per_kind);
+            const int stage = static_cast<int>((k % per_kind) / mbs_);
+            const int mb = static_cast<int>(k % mbs_);
+            const action waited = kind == key_forward  ? action::forward(stage, mb)
+                                  : kind == key_grad   ? action::full_backward(stage, mb)
+                                  : kind == key_send_f ? action::send_f(stage, mb)
+                                                       : action::send_b(stage, mb);
+            out_.stuck.push_back({r, t.slot, t.act, waited, cfg_.stage_to_rank(stage)});
+        }
+    }
+
+    // Runs rank `r` until it finishes, blocks on a missing input, or meets an invalid action.
+    constexpr void advance(int r) {
+        const auto ru = static_cast<std::size_t>(r);
+        while (pos_[ru] < begin_[ru + 1]) {
+            timed_action& t = out_.timeline[pos_[ru]];
+            const bool done = is_compute(t.act.kind()) ? run_compute(r, t) : run_other(r, t);
+            if (!done) return;
+            t.ran = true;
+            ++pos_[ru];
+        }
+    }
+
+    // Blocks rank `r` on key `k`: it is woken when `k` is reached.
+    constexpr bool block(int r, std::size_t k) {
+        const auto ru = static_cast<std::size_t>(r);
+        blocked_on_[ru] = k;
+        next_waiter_[ru] = waiters_[k];
+        waiters_[k] = r;
+        return false;
+    }
+
+    // Records that key `k` is reached at `when` and wakes its waiters. False for a duplicate.
+    constexpr bool reach(std::size_t k, double when) {
+        if (time_[k] >= 0) return false;
+        time_[k] = when;
+        for (int w = waiters_[k]; w != -1;) {
+            const int next = next_waiter_[static_cast<std::size_t>(w)];
+            ready_.push_back(w);
+            w = next;
+        }
+        waiters_[k] = -1;
+        return true;
+    }
+
+    // When the input a part on `stage` needs from `producer` (the previous stage for a forward,
+    // the next for a backward) is available on rank `r`; -1 when `r` must wait (it was blocked).
+    constexpr double input(int r, const timed_action& t, bool fwd, int stage, int producer,
+                           int mb) {
+        const sim_key made = fwd ? key_forward : key_grad;
+        if (cfg_.stage_to_rank(producer) == r) {
+            const std::size_t k = key(made, producer, mb);
+            return time_[k] < 0 ? (block(r, k), -1.0) : time_[k];
+        }
+        if (!out_.lowered) {
+            const std::size_t k = key(made, producer, mb);
+            return time_[k] < 0 ? (block(r, k), -1.0) : time_[k] + message_;
+        }
+        // A lowered order: the data comes through the RECV posted earlier on this rank and the
+        // SEND issued on the producer's rank; the transfer starts once both have happened.
+        const std::size_t rk = key(fwd ? key_recv_f : key_recv_b, stage, mb);
+        if (time_[rk] < 0) {
+            fail(r, t.slot, t.act,
+                 fwd ? "a forward fed from another rank needs a RECV_F posted before it"
+                     : "a backward fed from another rank needs a RECV_B posted before it");
+            return -1;
+        }
+        const std::size_t sk = key(fwd ? key_send_f : key_send_b, producer, mb);
+        if (time_[sk] < 0) return block(r, sk), -1.0;
+        const double arrival = max2(time_[rk], time_[sk]) + message_;
+        timed_action& recv = out_.timeline[recv_entry_[(fwd ? 0 : stages_ * mbs_) +
+                                                       static_cast<std::size_t>(stage) * mbs_ +
+                                                       static_cast<std::size_t>(mb)]];
+        recv.end = arrival;
+        return arrival;
+    }
+
+    constexpr bool run_compute(int r, timed_action& t) {
+        const auto ru = static_cast<std::size_t>(r);
+        std::array<action, 2> parts;
+        const int n = t.act.parts(parts);
+        double start = compute_free_[ru];
+        for (int i = 0; i < n; ++i) {
+            const action& p = parts[static_cast<std::size_t>(i)];
+            const int s = p.stage(), mb = p.microbatch();
+            double ready = 0;
+            switch (p.kind()) {
+            case action_kind::forward:
+                if (const int prev = cfg_.previous_stage(s); prev >= 0)
+                    ready = input(r, t, true, s, prev, mb);
+                break;
+            case action_kind::backward_input:
+            case action_kind::full_backward: {
+                const std::size_t own = key(key_forward, s, mb);
+                if (time_[own] < 0) return block(r, own);
+                ready = time_[own];
+                if (const int next = cfg_.next_stage(s); next >= 0) {
+                    const double grad = input(r, t, false, s, next, mb);
+                    if (grad < 0) return false; // blocked, or failed
+                    ready = max2(ready, grad);
+                }
+                break;
+            }
+            default: { // W needs its I
+                const std::size_t own = key(key_grad, s, mb);
+                if (time_[own] < 0) return block(r, own);
+                ready = time_[own];
+            }
+            }
+            if (ready < 0) return false; // blocked, or failed
+            start = max2(start, max2(ready, unshard_end_[static_cast<std::size_t>(s)]));
+        }
+        const double d = duration(t.act, costs_);
+        t.start = start;
+        t.end = start + d;
+        compute_free_[ru] = t.end;
+        rank_summary& sum = out_.ranks[ru];
+        sum.busy += d;
+        for (int i = 0; i < n; ++i) {
+            const action& p = parts[static_cast<std::size_t>(i)];
+            const double act = costs_[static_cast<std::size_t>(p.stage())].activation;
+            bool fresh = true;
+            switch (p.kind()) {
+            case action_kind::forward:
+                // Activations are held from the forward's start (they are being produced).
+                memory_[ru] += act;
+                if (memory_[ru] > sum.peak_activations) {
+                    sum.peak_activations = memory_[ru];
+                    sum.peak_activations_at = start;
+                }
+                fresh = reach(key(key_forward, p.stage(), p.microbatch()), t.end);
+                break;
+            case action_kind::full_backward:
+                memory_[ru] -= act;
+                fresh = reach(key(key_grad, p.stage(), p.microbatch()), t.end);
+                break;
+            case action_kind::backward_input:
+                memory_[ru] -= act * frees_by_i_;
+                fresh = reach(key(key_grad, p.stage(), p.microbatch()), t.end);
+                break;
+            default:
+                memory_[ru] -= act * (1 - frees_by_i_);
+            }
+            if (!fresh) {
+                fail(r, t.slot, t.act, "the same computation runs twice");
+                return false;
+            }
+        }
+        return true;
+    }
+
+    constexpr bool run_other(int r, timed_action& t) {
+        const auto ru = static_cast<std::size_t>(r);
+        const action& a = t.act;
+        const double issued = compute_free_[ru]; // every earlier compute has finished
+        const int s = a.stage(), mb = a.microbatch();
+        switch (a.kind()) {
+        case action_kind::unshard:
+        case action_kind::reshard:
+        case action_kind::reduce_grad: {
+            const double d = duration(a, costs_);
+            t.start = max2(issued, comm_free_[ru]);
+            t.end = t.start + d;
+            comm_free_[ru] = t.end;
+            out_.ranks[ru].comm_busy += d;
+            if (a.kind() == action_kind::unshard) unshard_end_[static_cast<std::size_t>(s)] = t.end;
+            return true;
+        }
+        case action_kind::send_f:
+        case action_kind::send_b: {
+            const bool fwd = a.kind() == action_kind::send_f;
+            if (time_[key(fwd ? key_forward : key_grad, s, mb)] < 0) {
+                fail(r, t.slot, a,
+                     fwd ? "SEND_F before the forward that produces its data on this rank"
+                         : "SEND_B before the backward that produces its data on this rank");
+                return false;
+            }
+            t.start = t.end = issued;
+            if (!reach(key(fwd ? key_send_f : key_send_b, s, mb), issued)) {
+                fail(r, t.slot, a, "the same message is sent twice");
+                return false;
+            }
+            return true;
+        }
+        default: { // RECV_F, RECV_B: posted now, ends when its data arrives
+            const bool fwd = a.kind() == action_kind::recv_f;
+            t.start = t.end = issued;
+            recv_entry_[(fwd ? 0 : stages_ * mbs_) + static_cast<std::size_t>(s) * mbs_ +
+                        static_cast<std::size_t>(mb)] = pos_[ru];
+            if (!reach(key(fwd ? key_recv_f : key_recv_b, s, mb), issued)) {
+                fail(r, t.slot, a, "the same message is received twice");
+                return false;
+            }
+            return true;
+        }
+        }
+    }
+
+    constexpr void summarize() {
+        out_.ranks.resize(static_cast<std::size_t>(ranks_));
+        for (int r = 0; r < ranks_; ++r) out_.ranks[static_cast<std::size_t>(r)].rank = r;
+        for (const timed_action& t : out_.timeline) {
+            if (!t.ran) continue;
+            rank_summary& sum = out_.ranks[static_cast<std::size_t>(t.rank)];
+            sum.end = max2(sum.end, t.end);
+            out_.makespan = max2(out_.makespan, t.end);
+        }
+        for (std::size_t s = 0; s < stages_; ++s) {
+            const int r = cfg_.stage_to_rank(static_cast<int>(s));
+            if (r < ranks_)
+                out_.ranks[static_cast<std::size_t>(r)].parameters += costs_[s].parameters;
+        }
+        for (rank_summary& sum : out_.ranks) {
+            sum.idle = out_.makespan - sum.busy;
+            sum.bubble_fraction = out_.makespan > 0 ? sum.idle / out_.makespan : 0;
+            sum.peak_memory = sum.parameters + sum.peak_activations;
+            out_.total_compute += sum.busy;
+        }
+        if (ranks_ > 0) {
+            out_.ideal = out_.total_compute / ranks_;
+            const double span = out_.makespan * ranks_;
+            out_.bubble_fraction = span > 0 ? (span - out_.total_compute) / span : 0;
+            out_.bubble_ratio = out_.ideal > 0 ? (out_.makespan - out_.ideal) / out_.ideal : 0;
+        }
+    }
+
+    config cfg_;
+    std::size_t stages_, mbs_;
+    double message_, frees_by_i_;
+    std::vector<resolved_stage_costs> costs_;
+    int ranks_ = 0;
+    simulation out_;
+    std::vector<std::size_t> begin_;      // rank r's actions: timeline[begin_[r], begin_[r+1])
+    std::vector<std::size_t> pos_;        // next action of each rank
+    std::vector<double> time_;            // per key: when it was reached, -1 = not yet
+    std::vector<int> waiters_;            // per key: first waiting rank, -1 = none
+    std::vector<int> next_waiter_;        // per rank: next rank waiting on the same key
+    std::vector<std::size_t> blocked_on_; // per rank: the key it last waited for
+    std::vector<std::size_t> recv_entry_; // per RECV key: its timeline index
+    std::vector<double> unshard_end_;     // per stage: when its latest UNSHARD ends
+    std::vector<double> compute_free_, comm_free_, memory_; // per rank
+    std::vector<int> ready_;                                // ranks that may advance
+};
+
+} // namespace detail
+
+/// Simulates `rows` (any order range, compute-only or lowered) for `cfg` under `costs`.
+///
+/// Dependencies: a forward needs the previous stage's forward of its microbatch
+/// (`cfg.previous_stage`); a backward (`B` or `I`) needs its own forward and the next stage's
+/// backward (`cfg.next_stage`); a `W` needs its `I`; an `OVERLAP_F_B` needs both parts'.
+/// Between ranks an input arrives `costs.message_time()` after it is produced. In a lowered
+/// order (one with SEND/RECV) inputs from other ranks go through them instead: a RECV is posted
+/// where it stands, a SEND is issued where it stands, and the consumer waits until
+/// `max(post, send) + message_time()`. UNSHARD, RESHARD and REDUCE_GRAD run on the rank's
+/// communication stream once every earlier compute has finished; compute on a stage waits for
+/// the stage's latest UNSHARD. Idle slots take no time.
+///
+/// Returns the timeline and summary; a deadlock or an action that cannot be simulated is
+/// reported in the result (`status`), never looped on. Throws `config_error` for a malformed
+/// `cfg` or `costs`, or when the number of rows is not `cfg.ranks`.
+/// Complexity: O(actions + stages * microbatches + ranks) time and memory.
+template <order_range R>
+[[nodiscard]] constexpr simulation simulate(const R& rows, const config& cfg,
+                                            const cost_model& costs = {}) {
+    check(cfg);
+    costs.check();
+    return detail::simulator(cfg, costs).run(rows);
+}
+
+/// Simulates an `order` under `costs` (its own configuration).
+[[nodiscard]] constexpr simulation simulate(const order& o, const cost_model& costs = {}) {
+    return simulate(o, o.cfg(), costs);
+}
+
+/// A one-line human description of a failed simulation (empty when it succeeded), e.g.
+/// `deadlock: rank 0 waits at slot 3 (0F1) for 1B1 on rank 1; ...`.
+[[nodiscard]] inline std::string describe_problem(const simulation& sim) {
+    std::string out;
+    if (sim.status == simulation_status::invalid) {
+        out = "invalid: rank " + std::to_string(sim.problem.rank) + " slot " +
+              std::to_string(sim.problem.slot) + " (" + to_string(sim.problem.at) +
+              "): " + sim.problem.what;
+    } else if (sim.status == simulation_status::deadlock) {
+        out = "deadlock:";
+        bool first = true;
+        for (const stuck_rank& s : sim.stuck) {
+            out += first ? " " : "; ";
+            first = false;
+            std::string waited = to_string(s.waiting_for);
+            if (s.waiting_for.kind() == action_kind::full_backward)
+                waited += " (or " +
+                          to_string(action::backward_input(s.waiting_for.stage(),
+                                                           s.waiting_for.microbatch())) +
+                          ")";
+            out += "rank " + std::to_string(s.rank) + " waits at slot " + std::to_string(s.slot) +
+                   " (" + to_string(s.at) + ") for " + waited + " on rank " +
+                   std::to_string(s.waiting_rank);
+        }
+    }
+    return out;
+}
+
+} // namespace ppsched

@@ -1,0 +1,188 @@
+#pragma once
+/// \file cost_model.hpp
+/// What actions cost: durations per action kind (uniform or per stage), point-to-point
+/// communication, the FSDP communication stream (UNSHARD, REDUCE_GRAD), and memory.
+/// Plain aggregates usable in constant expressions; `simulate` reads them.
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "ppsched/action.hpp"
+#include "ppsched/error.hpp"
+
+namespace ppsched {
+
+/// The costs of one stage. Every field is optional: an unset field falls back to the cost
+/// model's `uniform` value and then to the defaults of `resolved_stage_costs`, so a per-stage
+/// entry only names what differs. Durations and memory are in any consistent units.
+struct stage_costs {
+    std::optional<double> forward;         ///< `F`
+    std::optional<double> backward_input;  ///< `I`
+    std::optional<double> backward_weight; ///< `W`
+    std::optional<double> full_backward;   ///< `B`
+    /// An `OVERLAP_F_B` whose forward part runs on this stage (default: the sum of its parts).
+    std::optional<double> overlap_f_b;
+    std::optional<double> unshard;     ///< `UNSHARD` on the communication stream
+    std::optional<double> reduce_grad; ///< `REDUCE_GRAD` on the communication stream
+    std::optional<double> activation;  ///< memory one microbatch's `F` keeps until its backward
+    std::optional<double> parameters;  ///< memory of the stage's parameters (held throughout)
+
+    friend constexpr bool operator==(const stage_costs&, const stage_costs&) noexcept = default;
+};
+
+/// The costs of one stage with every default applied (see `cost_model::at`).
+struct resolved_stage_costs {
+    double forward = 1;
+    double backward_input = 1;
+    double backward_weight = 1;
+    double full_backward = 2;
+    std::optional<double> overlap_f_b; ///< unset: the sum of the overlapped parts
+    double unshard = 0;
+    double reduce_grad = 0;
+    double activation = 1;
+    double parameters = 0;
+
+    friend constexpr bool operator==(const resolved_stage_costs&,
+                                     const resolved_stage_costs&) noexcept = default;
+};
+
+/// A cost model for `simulate`.
+///
+/// Durations: `F` defaults to 1. When `B` is unset, `I` and `W` default to `F` and `B` to
+/// `I + W`. When `B` is set, an unset `I` is `B - W`, an unset `W` is `B - I`, and when both are
+/// unset each is `B / 2`. An `OVERLAP_F_B` lasts `overlap_f_b` of its forward's stage when set,
+/// otherwise its forward's `F` plus its backward's `B` (or `I`). UNSHARD and REDUCE_GRAD
+/// default to 0, RESHARD and SEND/RECV always take 0 on the rank.
+///
+/// Communication: every dependency between ranks costs `p2p_latency + p2p_transfer` (a message's
+/// fixed latency plus its transfer time); dependencies between stages of the same rank cost
+/// nothing.
+///
+/// Memory: `F` of a stage allocates `activation` (default 1) for its microbatch; `B` frees it,
+/// `I` frees the fraction `input_grad_frees` of it and `W` the rest (the default 0 keeps all of
+/// it until `W`, the zero-bubble papers' model). `parameters` (default 0) is held throughout.
+struct cost_model {
+    /// Values for every stage.
+    stage_costs uniform{};
+    /// Per-stage overrides, indexed by stage (may be shorter than the number of stages).
+    std::vector<stage_costs> per_stage{};
+    /// Fixed cost of every message between ranks.
+    double p2p_latency = 0;
+    /// Transfer time of every message between ranks (added to the latency).
+    double p2p_transfer = 0;
+    /// Fraction of a microbatch's activation memory freed by `I` (in [0, 1]).
+    double input_grad_frees = 0;
+
+    /// `F` = `forward`, `B` = `backward` (I and W each half of B), everything else default.
+    [[nodiscard]] static constexpr cost_model uniform_fb(double forward, double backward) {
+        cost_model c;
+        c.uniform.forward = forward;
+        c.uniform.full_backward = backward;
+        return c;
+    }
+    /// `F`, `I`, `W` given (B = I + W).
+    [[nodiscard]] static constexpr cost_model uniform_fiw(double forward, double input,
+                                                          double weight) {
+        cost_model c;
+        c.uniform.forward = forward;
+        c.uniform.backward_input = input;
+        c.uniform.backward_weight = weight;
+        return c;
+    }
+
+    /// The costs of `stage`, defaults applied. Throws `config_error` (at compile time: a
+    /// diagnostic) for a negative value or a B smaller than a given I or W.
+    [[nodiscard]] constexpr resolved_stage_costs at(int stage) const {
+        const stage_costs* own = stage >= 0 && static_cast<std::size_t>(stage) < per_stage.size()
+                                     ? &per_stage[static_cast<std::size_t>(stage)]
+                                     : nullptr;
+        auto pick = [&](std::optional<double> stage_costs::*field) -> std::optional<double> {
+            if (own && (own->*field)) return own->*field;
+            return uniform.*field;
+        };
+        resolved_stage_costs r;
+        r.forward = checked(pick(&stage_costs::forward).value_or(1.0), "F");
+        const auto i = pick(&stage_costs::backward_input);
+        const auto w = pick(&stage_costs::backward_weight);
+        const auto b = pick(&stage_costs::full_backward);
+        if (b) {
+            r.full_backward = checked(*b, "B");
+            r.backward_input = i ? *i : (w ? *b - *w : *b / 2);
+            r.backward_weight = w ? *w : *b - r.backward_input;
+            PPSCHED_EXPECTS(r.backward_input >= 0 && r.backward_weight >= 0,
+                            "ppsched::cost_model: B must be >= the given I or W (stage ", stage,
+                            ")");
+        } else {
+            r.backward_input = i ? *i : r.forward;
+            r.backward_weight = w ? *w : r.forward;
+            r.full_backward = r.backward_input + r.backward_weight;
+        }
+        checked(r.backward_input, "I");
+        checked(r.backward_weight, "W");
+        r.overlap_f_b = pick(&stage_costs::overlap_f_b);
+        if (r.overlap_f_b) checked(*r.overlap_f_b, "OVERLAP_F_B");
+        r.unshard = checked(pick(&stage_costs::unshard).value_or(0.0), "UNSHARD");
+        r.reduce_grad = checked(pick(&stage_costs::reduce_grad).value_or(0.0), "REDUCE_GRAD");
+        r.activation = checked(pick(&stage_costs::activation).value_or(1.0), "activation");
+        r.parameters = checked(pick(&stage_costs::parameters).value_or(0.0), "parameters");
+        return r;
+    }
+
+    /// Checks the scalar fields (`at` checks the per-stage ones).
+    constexpr void check() const {
+        checked(p2p_latency, "p2p_latency");
+        checked(p2p_transfer, "p2p_transfer");
+        PPSCHED_EXPECTS(input_grad_frees >= 0 && input_grad_frees <= 1,
+                        "ppsched::cost_model: input_grad_frees must be in [0, 1]");
+    }
+
+    /// Time a message between two ranks takes from send to arrival.
+    [[nodiscard]] constexpr double message_time() const noexcept {
+        return p2p_latency + p2p_transfer;
+    }
+
+    friend constexpr bool operator==(const cost_model&, const cost_model&) = default;
+
+  private:
+    static constexpr double checked(double v, const char* what) {
+        // `v == v` is false only for NaN (no <cmath> in constant expressions).
+        PPSCHED_EXPECTS(v >= 0 && v == v, "ppsched::cost_model: ", what,
+                        " must be a non-negative number");
+        return v;
+    }
+};
+
+/// The duration of `a` on its rank given resolved costs per stage (`costs[stage]`).
+/// SEND, RECV and RESHARD take no time on the rank.
+[[nodiscard]] constexpr double duration(const action& a,
+                                        const std::vector<resolved_stage_costs>& costs) noexcept {
+    auto of = [&](const action& x) -> const resolved_stage_costs& {
+        return costs[static_cast<std::size_t>(x.stage())];
+    };
+    switch (a.kind()) {
+    case action_kind::forward:
+        return of(a).forward;
+    case action_kind::backward_input:
+        return of(a).backward_input;
+    case action_kind::backward_weight:
+        return of(a).backward_weight;
+    case action_kind::full_backward:
+        return of(a).full_backward;
+    case action_kind::overlap_f_b: {
+        const auto& f = of(a);
+        if (f.overlap_f_b) return *f.overlap_f_b;
+        const action b = a.backward_part();
+        return f.forward + (b.kind() == action_kind::backward_input ? of(b).backward_input
+                                                                    : of(b).full_backward);
+    }
+    case action_kind::unshard:
+        return of(a).unshard;
+    case action_kind::reduce_grad:
+        return of(a).reduce_grad;
+    default:
+        return 0;
+    }
+}
+
+} // namespace ppsched

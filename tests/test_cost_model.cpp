@@ -1,0 +1,114 @@
+#include <ppsched/cost_model.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <limits>
+#include <vector>
+
+using ppsched::action;
+using ppsched::cost_model;
+using ppsched::resolved_stage_costs;
+
+namespace {
+constexpr resolved_stage_costs stage0(const cost_model& c) { return c.at(0); }
+
+constexpr double overlap_cost(const cost_model& c, action bwd) {
+    std::vector<resolved_stage_costs> costs{c.at(0), c.at(1)};
+    return ppsched::duration(action::overlap(action::forward(0, 0), bwd), costs);
+}
+
+// A model with per-stage overrides built and read in one constant expression.
+constexpr double per_stage_forward(int stage) {
+    cost_model c = cost_model::uniform_fb(1, 2);
+    c.per_stage.resize(3);
+    c.per_stage[2].forward = 5;
+    return c.at(stage).forward;
+}
+} // namespace
+
+TEST_CASE("a default cost model costs F = I = W = 1, B = 2, one activation unit, nothing else",
+          "[cost_model][constexpr]") {
+    constexpr cost_model c{};
+    STATIC_REQUIRE(stage0(c).forward == 1);
+    STATIC_REQUIRE(stage0(c).backward_input == 1);
+    STATIC_REQUIRE(stage0(c).backward_weight == 1);
+    STATIC_REQUIRE(stage0(c).full_backward == 2);
+    STATIC_REQUIRE(stage0(c).unshard == 0);
+    STATIC_REQUIRE(stage0(c).reduce_grad == 0);
+    STATIC_REQUIRE(stage0(c).activation == 1);
+    STATIC_REQUIRE(stage0(c).parameters == 0);
+    STATIC_REQUIRE(c.message_time() == 0);
+}
+
+TEST_CASE("B defaults to I + W, and I or W to what B leaves", "[cost_model]") {
+    STATIC_REQUIRE(stage0(cost_model::uniform_fiw(1, 1.25, 0.75)).full_backward == 2);
+    STATIC_REQUIRE(stage0(cost_model::uniform_fb(1, 3)).backward_input == 1.5);
+    STATIC_REQUIRE(stage0(cost_model::uniform_fb(1, 3)).backward_weight == 1.5);
+    constexpr auto b_and_w = [] {
+        cost_model c;
+        c.uniform.full_backward = 3;
+        c.uniform.backward_weight = 1;
+        return c;
+    }();
+    STATIC_REQUIRE(stage0(b_and_w).backward_input == 2);
+    // I and W default to F when B is not given.
+    constexpr auto only_f = [] {
+        cost_model c;
+        c.uniform.forward = 2;
+        return c;
+    }();
+    STATIC_REQUIRE(stage0(only_f).full_backward == 4);
+    // B may be given below I + W (a fused backward can be cheaper).
+    constexpr auto fused = [] {
+        cost_model c = cost_model::uniform_fiw(1, 1, 1);
+        c.uniform.full_backward = 1.5;
+        return c;
+    }();
+    STATIC_REQUIRE(stage0(fused).full_backward == 1.5);
+}
+
+TEST_CASE("an overlapped F+B costs the sum of its parts unless given", "[cost_model]") {
+    constexpr cost_model c = cost_model::uniform_fiw(1, 2, 3);
+    STATIC_REQUIRE(overlap_cost(c, action::full_backward(1, 0)) == 1 + 5);
+    STATIC_REQUIRE(overlap_cost(c, action::backward_input(1, 0)) == 1 + 2);
+    constexpr auto given = [] {
+        cost_model m = cost_model::uniform_fiw(1, 2, 3);
+        m.uniform.overlap_f_b = 4;
+        return m;
+    }();
+    STATIC_REQUIRE(overlap_cost(given, action::full_backward(1, 0)) == 4);
+}
+
+TEST_CASE("per-stage values override the uniform ones field by field", "[cost_model]") {
+    STATIC_REQUIRE(per_stage_forward(0) == 1);
+    STATIC_REQUIRE(per_stage_forward(2) == 5);
+    STATIC_REQUIRE(per_stage_forward(7) == 1); // beyond the per-stage list: uniform
+    cost_model c = cost_model::uniform_fb(1, 2);
+    c.per_stage.resize(2);
+    c.per_stage[1].backward_weight = 0.5;
+    CHECK(c.at(1).backward_input == 1.5); // B (uniform) - W (stage 1)
+    CHECK(c.at(1).forward == 1);
+}
+
+TEST_CASE("send, receive and reshard take no time on the rank", "[cost_model]") {
+    const std::vector<resolved_stage_costs> costs{cost_model{}.at(0)};
+    CHECK(ppsched::duration(action::send_f(0, 0), costs) == 0);
+    CHECK(ppsched::duration(action::recv_b(0, 0), costs) == 0);
+    CHECK(ppsched::duration(action::reshard(0), costs) == 0);
+}
+
+TEST_CASE("negative or inconsistent costs are configuration errors", "[cost_model][errors]") {
+    cost_model c;
+    c.uniform.forward = -1;
+    CHECK_THROWS_WITH(c.at(0), "ppsched::cost_model: F must be a non-negative number");
+    cost_model d;
+    d.uniform.full_backward = 1;
+    d.uniform.backward_input = 2;
+    CHECK_THROWS_WITH(d.at(0), "ppsched::cost_model: B must be >= the given I or W (stage 0)");
+    cost_model e;
+    e.input_grad_frees = 1.5;
+    CHECK_THROWS_AS(e.check(), ppsched::config_error);
+    cost_model f;
+    f.p2p_latency = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_AS(f.check(), ppsched::config_error);
+}
