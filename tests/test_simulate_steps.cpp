@@ -2,10 +2,13 @@
 // misc/*.add_send_recv.format.txt), every lowered PyTorch order (with FSDP actions and
 // OVERLAP_F_B, which PyTorch's cannot run), and deadlocks.
 
+#include <ppsched/algorithms/add_spacing.hpp>
+#include <ppsched/algorithms/lower.hpp>
 #include <ppsched/algorithms/simulate_steps.hpp>
 #include <ppsched/algorithms/validate.hpp>
 #include <ppsched/io/csv.hpp>
 #include <ppsched/io/step_table.hpp>
+#include <ppsched/registry.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -173,4 +176,40 @@ TEST_CASE("a compute-only order on several ranks is stuck at the first remote in
                                                                     action::full_backward(0, 0)}},
                                   config{})
               .completed());
+}
+
+TEST_CASE("every generated order validates, lowers, validates lowered and simulates without "
+          "deadlock",
+          "[simulate_steps][validate][sweep]") {
+    int generated = 0;
+    for (const auto& entry : ppsched::builtin_schedules().entries()) {
+        for (int p : {1, 2, 3, 4, 5, 8}) {
+            for (int v : {1, 2, 3, 4}) {
+                for (int m : {1, 2, 3, 4, 5, 7, 8, 12, 16, 24}) {
+                    const config cfg{.ranks = p, .stages_per_rank = v, .microbatches = m};
+                    order o;
+                    try {
+                        o = ppsched::builtin_schedules().generate(entry.name, cfg);
+                    } catch (const ppsched::config_error&) {
+                        continue; // a configuration the schedule does not serve
+                    }
+                    INFO(entry.name << " p=" << p << " v=" << v << " m=" << m);
+                    const auto compute = ppsched::validate(o);
+                    INFO(ppsched::to_string(compute));
+                    REQUIRE(compute);
+                    CHECK_NOTHROW(ppsched::add_spacing(o));
+                    const order lowered = ppsched::lower(o);
+                    const auto report = ppsched::validate(lowered);
+                    INFO(ppsched::to_string(report));
+                    CHECK(report);
+                    const auto sim = ppsched::simulate_steps(lowered);
+                    CHECK(sim.completed());
+                    // The spaced timeline is still a valid lowered order.
+                    CHECK(ppsched::validate(sim.timeline));
+                    ++generated;
+                }
+            }
+        }
+    }
+    CHECK(generated > 300);
 }
