@@ -1,9 +1,11 @@
-// `ppsched generate NAME --ranks P --microbatches M [--stages-per-rank V] [--format csv|table]`:
-// prints the compute-only pipeline order of a schedule.
+// `ppsched generate NAME --ranks P --microbatches M [--stages-per-rank V] [--format csv|table]
+// [--lower]`: prints the compute-only pipeline order of a schedule, or with --lower what a
+// runtime executes (PyTorch's lowering: UNSHARD/RESHARD, REDUCE_GRAD, SEND/RECV).
 
 #include <span>
 #include <string>
 
+#include <ppsched/algorithms/lower.hpp>
 #include <ppsched/config.hpp>
 #include <ppsched/io/csv.hpp>
 #include <ppsched/io/step_table.hpp>
@@ -24,6 +26,8 @@ constexpr option generate_options[] = {
     {"--format", "FORMAT",
      "csv (PyTorch's CSV, one row per rank; the default) or table "
      "(PyTorch's step table)"},
+    {"--lower", "",
+     "print the lowered order a runtime executes (PyTorch's _prepare_schedule_with_comms)"},
 };
 
 constexpr command_help generate_help{
@@ -72,7 +76,8 @@ int cmd_generate(std::span<const std::string> argv, output& out) {
         throw usage_error("the order would have about " + std::to_string(slots) +
                           " actions; at most " + std::to_string(max_slots) + " are printed");
 
-    const order o = builtin_schedules().generate(entry.name, cfg);
+    order o = builtin_schedules().generate(entry.name, cfg);
+    if (a.has("--lower")) o = lower(o);
     out.out = format == "csv" ? io::write_csv(o) : io::format_step_table(o);
     return exit_ok;
 }
