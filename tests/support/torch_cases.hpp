@@ -1,6 +1,7 @@
 #pragma once
-// Reads ../shared/conformance/torch/cases.json: an array of flat objects whose values are
-// strings or integers. A reader for exactly that shape, so the tests need no JSON library.
+// Reads the conformance cases.json files: an array of objects whose values are strings,
+// numbers, null, or nested objects kept as raw text. A reader for exactly that shape, so the
+// tests need no JSON library.
 
 #include <cctype>
 #include <cstddef>
@@ -13,9 +14,9 @@
 
 namespace ppsched_test {
 
-/// One entry of cases.json.
+/// One entry of a cases.json (nested values such as `params` kept as raw JSON text).
 struct torch_case {
-    std::string schedule, status, message, compute, comms;
+    std::string schedule, status, message, compute, comms, params;
     int ranks = 0, microbatches = 0, stages_per_rank = 0;
 };
 
@@ -69,10 +70,32 @@ inline std::vector<torch_case> read_torch_cases(const std::string& path) {
             detail::skip_ws(s, i);
             if (i < s.size() && s[i] == '"') {
                 fields[key] = detail::read_string(s, i);
-            } else {
+            } else if (i < s.size() && (s[i] == '{' || s[i] == '[')) {
+                // Nested values (costs, params) are kept as raw text.
                 const std::size_t start = i;
-                while (i < s.size() &&
-                       (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '-'))
+                int depth = 0;
+                bool in_string = false;
+                for (; i < s.size(); ++i) {
+                    if (in_string) {
+                        if (s[i] == '\\')
+                            ++i;
+                        else if (s[i] == '"')
+                            in_string = false;
+                    } else if (s[i] == '"') {
+                        in_string = true;
+                    } else if (s[i] == '{' || s[i] == '[') {
+                        ++depth;
+                    } else if ((s[i] == '}' || s[i] == ']') && --depth == 0) {
+                        ++i;
+                        break;
+                    }
+                }
+                fields[key] = s.substr(start, i - start);
+            } else {
+                // Numbers, true, false, null: everything up to the next separator.
+                const std::size_t start = i;
+                while (i < s.size() && s[i] != ',' && s[i] != '}' &&
+                       !std::isspace(static_cast<unsigned char>(s[i])))
                     ++i;
                 if (start == i)
                     throw std::runtime_error("cases.json: unsupported value at offset " +
@@ -93,6 +116,7 @@ inline std::vector<torch_case> read_torch_cases(const std::string& path) {
         c.message = fields["message"];
         c.compute = fields["compute"];
         c.comms = fields["comms"];
+        c.params = fields["params"];
         c.ranks = std::stoi(fields["ranks"]);
         c.microbatches = std::stoi(fields["microbatches"]);
         c.stages_per_rank = std::stoi(fields["stages_per_rank"]);
