@@ -4,6 +4,8 @@
 #include <ppsched/algorithms/simulate_steps.hpp>
 #include <ppsched/io/step_table.hpp>
 #include <ppsched/registry.hpp>
+#include <ppsched/schedules/dualpipe_v.hpp>
+#include <ppsched/schedules/interleaved_1f1b.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -140,6 +142,13 @@ TEST_CASE("lower works in constant expressions", "[lower][constexpr]") {
                                   "1UNSHARD,1RECV_F0,1F0,1B0,1SEND_B0,1REDUCE_GRAD,1RESHARD"}));
     // A lowered order is valid, at compile time too.
     STATIC_REQUIRE(ppsched::validate(ppsched::lower(order_of(cfg, {"0F0,0B0", "1F0,1B0"}))));
+}
+
+TEST_CASE("generated schedules lower and validate at compile time", "[lower][constexpr]") {
+    constexpr config cfg{.ranks = 4, .stages_per_rank = 2, .microbatches = 8};
+    STATIC_REQUIRE(
+        ppsched::validate(ppsched::lower(ppsched::generate<ppsched::interleaved_1f1b>(cfg))));
+    STATIC_REQUIRE(ppsched::validate(ppsched::lower(ppsched::generate<ppsched::dualpipe_v>(cfg))));
 }
 
 TEST_CASE("lower handles every schedule at configurations beyond PyTorch's grid",
