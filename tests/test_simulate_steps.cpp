@@ -9,6 +9,7 @@
 #include <ppsched/io/csv.hpp>
 #include <ppsched/io/step_table.hpp>
 #include <ppsched/registry.hpp>
+#include <ppsched/schedules.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -86,6 +87,19 @@ TEST_CASE("a receive runs in the same step as its send, at compile time",
     STATIC_REQUIRE(sim().steps() == 10);
     // Rank 0 waits (idle) from step 4 to step 5.
     STATIC_REQUIRE(sim().timeline.rank(0)[4].is_idle());
+}
+
+TEST_CASE("generated schedules lower, validate and run through at compile time",
+          "[simulate_steps][static]") {
+    constexpr config cfg{.ranks = 4, .stages_per_rank = 2, .microbatches = 8};
+    STATIC_REQUIRE(
+        ppsched::validate(ppsched::lower(ppsched::generate<ppsched::zbv_zero_bubble>(cfg))));
+    STATIC_REQUIRE(
+        ppsched::simulate_steps(ppsched::lower(ppsched::generate<ppsched::dualpipe_v>(cfg)))
+            .completed());
+    STATIC_REQUIRE(
+        ppsched::simulate_steps(ppsched::lower(ppsched::generate<ppsched::interleaved_1f1b>(cfg)))
+            .completed());
 }
 
 TEST_CASE("simulate_steps reproduces PyTorch's _simulate_comms_compute",

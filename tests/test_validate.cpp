@@ -894,3 +894,21 @@ TEST_CASE("validate agrees with a naive reference on every move of a communicati
     CHECK(invalid > mutations / 4);
     CHECK(invalid < mutations);
 }
+
+TEST_CASE("every rule has a name and a message that names it", "[validate]") {
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < ppsched::rule_count; ++i) {
+        ppsched::violation v;
+        v.what = static_cast<rule>(i);
+        v.rank = 1;
+        v.step = 2;
+        v.subject = action::forward(0, 0);
+        v.has_subject = true;
+        const std::string name(ppsched::to_string_view(v.what));
+        CHECK(name != "?");
+        names.insert(name);
+        const std::string text = ppsched::describe(v);
+        CHECK(text.find("[" + name + "]") != std::string::npos);
+    }
+    CHECK(names.size() == ppsched::rule_count);
+}
