@@ -58,6 +58,6 @@ TEST_CASE("dualpipe_v needs two stages per rank and at least as many microbatche
         "dualpipe_v: microbatches (7) must be >= the number of stages (8 = 2 * ranks)");
     CHECK_THROWS_WITH(ppsched::generate<ppsched::dualpipe_v>(
                           config{.ranks = 4, .stages_per_rank = 1, .microbatches = 8}),
-                      "dualpipe_v: stages_per_rank must be 2 (the V placement holds two stages "
-                      "per rank; got 1)");
+                      "dualpipe_v: stages_per_rank (1) must be 2 (the V placement holds two "
+                      "stages per rank)");
 }

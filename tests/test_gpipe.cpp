@@ -38,7 +38,7 @@ TEST_CASE("gpipe runs all forwards then all backwards and validates", "[gpipe][s
 
 TEST_CASE("gpipe is a single-stage schedule", "[gpipe][schedule][errors]") {
     CHECK_THROWS_WITH(ppsched::generate<ppsched::gpipe>(config{.ranks = 2, .stages_per_rank = 2}),
-                      "gpipe: stages_per_rank must be 1 (a single-stage schedule; got 2)");
+                      "gpipe: stages_per_rank (2) must be 1 (a single-stage schedule)");
     STATIC_REQUIRE((ppsched::gpipe::name == "gpipe"));
     STATIC_REQUIRE((ppsched::gpipe::pytorch_name == "GPipe"));
 }

@@ -44,6 +44,6 @@ TEST_CASE("zbv_zero_bubble needs exactly two stages per rank",
           "[zbv_zero_bubble][schedule][errors]") {
     CHECK_THROWS_WITH(ppsched::generate<ppsched::zbv_zero_bubble>(
                           config{.ranks = 4, .stages_per_rank = 3, .microbatches = 8}),
-                      "zbv_zero_bubble: stages_per_rank must be 2 (the V placement holds two "
-                      "stages per rank; got 3)");
+                      "zbv_zero_bubble: stages_per_rank (3) must be 2 (the V placement holds "
+                      "two stages per rank)");
 }

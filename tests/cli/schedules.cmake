@@ -39,7 +39,7 @@ ppsched_cli_test(generate_unsupported 2
 ppsched_cli_test(generate_rounds 2
                  STDERR_HAS "interleaved_1f1b: microbatches (9) must be divisible by the number of rounds (2)"
                  ARGS generate Interleaved1F1B --ranks 4 --microbatches 9)
-ppsched_cli_test(generate_single_stage 2 STDERR_HAS "one_f_one_b: stages_per_rank must be 1"
+ppsched_cli_test(generate_single_stage 2 STDERR_HAS "one_f_one_b: stages_per_rank (2) must be 1"
                  ARGS generate 1F1B --ranks 4 --microbatches 8 --stages-per-rank 2)
 ppsched_cli_test(generate_unknown 2 STDERR_HAS "unknown schedule 'ZB2P'"
                  ARGS generate ZB2P --ranks 4 --microbatches 8)

@@ -29,10 +29,9 @@ struct dualpipe_v {
 
     /// Requires: exactly two stages per rank, and at least as many microbatches as stages.
     constexpr void check(const config& cfg) const {
-        PPSCHED_EXPECTS(cfg.stages_per_rank == 2,
-                        "dualpipe_v: stages_per_rank must be 2 (the V placement holds two stages "
-                        "per rank; got ",
-                        cfg.stages_per_rank, ")");
+        PPSCHED_EXPECTS(cfg.stages_per_rank == 2, "dualpipe_v: stages_per_rank (",
+                        cfg.stages_per_rank,
+                        ") must be 2 (the V placement holds two stages per rank)");
         PPSCHED_EXPECTS(cfg.microbatches >= cfg.num_stages(), "dualpipe_v: microbatches (",
                         cfg.microbatches, ") must be >= the number of stages (", cfg.num_stages(),
                         " = 2 * ranks)");

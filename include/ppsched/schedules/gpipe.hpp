@@ -28,9 +28,8 @@ struct gpipe {
 
     /// Requires: one stage per rank.
     constexpr void check(const config& cfg) const {
-        PPSCHED_EXPECTS(cfg.stages_per_rank == 1,
-                        "gpipe: stages_per_rank must be 1 (a single-stage schedule; got ",
-                        cfg.stages_per_rank, ")");
+        PPSCHED_EXPECTS(cfg.stages_per_rank == 1, "gpipe: stages_per_rank (", cfg.stages_per_rank,
+                        ") must be 1 (a single-stage schedule)");
     }
     /// What `check` requires.
     [[nodiscard]] static constexpr std::string_view constraints() noexcept {

@@ -30,9 +30,8 @@ struct one_f_one_b {
     /// Requires: one stage per rank, and at least as many microbatches as ranks (PyTorch's
     /// requirement: with fewer the warm-up never reaches the steady state).
     constexpr void check(const config& cfg) const {
-        PPSCHED_EXPECTS(cfg.stages_per_rank == 1,
-                        "one_f_one_b: stages_per_rank must be 1 (a single-stage schedule; got ",
-                        cfg.stages_per_rank, ")");
+        PPSCHED_EXPECTS(cfg.stages_per_rank == 1, "one_f_one_b: stages_per_rank (",
+                        cfg.stages_per_rank, ") must be 1 (a single-stage schedule)");
         PPSCHED_EXPECTS(cfg.microbatches >= cfg.ranks, "one_f_one_b: microbatches (",
                         cfg.microbatches, ") must be >= ranks (", cfg.ranks, ")");
     }

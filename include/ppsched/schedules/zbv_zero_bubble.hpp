@@ -31,10 +31,9 @@ struct zbv_zero_bubble {
 
     /// Requires: exactly two stages per rank.
     constexpr void check(const config& cfg) const {
-        PPSCHED_EXPECTS(cfg.stages_per_rank == 2,
-                        "zbv_zero_bubble: stages_per_rank must be 2 (the V placement holds two "
-                        "stages per rank; got ",
-                        cfg.stages_per_rank, ")");
+        PPSCHED_EXPECTS(cfg.stages_per_rank == 2, "zbv_zero_bubble: stages_per_rank (",
+                        cfg.stages_per_rank,
+                        ") must be 2 (the V placement holds two stages per rank)");
     }
     /// What `check` requires.
     [[nodiscard]] static constexpr std::string_view constraints() noexcept {
