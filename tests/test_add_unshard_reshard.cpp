@@ -33,6 +33,13 @@ TEST_CASE("add_unshard_reshard prefetches the next three stages and evicts the o
           std::vector<std::string>{
               "0UNSHARD,1UNSHARD,2UNSHARD,0F0,0RESHARD,3UNSHARD,1F0,2F0,3F0,3B0,3RESHARD,"
               "0UNSHARD,2B0,2RESHARD,1B0,1RESHARD,0B0,0RESHARD"});
+    SECTION("a window as large as the rank's stages keeps them all until they are done") {
+        const std::vector<std::string> all{
+            "0UNSHARD,1UNSHARD,2UNSHARD,3UNSHARD,0F0,1F0,2F0,3F0,3B0,3RESHARD,2B0,2RESHARD,1B0,"
+            "1RESHARD,0B0,0RESHARD"};
+        CHECK(csv_rows(ppsched::add_unshard_reshard(in, 4)) == all);
+        CHECK(csv_rows(ppsched::add_unshard_reshard(in, 1'000'000'000)) == all);
+    }
     SECTION("a window of one stage unshards each stage just before it runs") {
         CHECK(csv_rows(ppsched::add_unshard_reshard(in, 1)) ==
               std::vector<std::string>{

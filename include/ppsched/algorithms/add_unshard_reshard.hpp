@@ -4,6 +4,7 @@
 /// PyTorch's `_add_unshard_reshard` does.
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "ppsched/action.hpp"
@@ -26,7 +27,7 @@ namespace detail {
 class lookahead_windows {
   public:
     constexpr lookahead_windows(const std::vector<action>& acts, int prefetch)
-        : cap_(static_cast<std::size_t>(prefetch) + 1), stages_(acts.size() * cap_, 0),
+        : cap_(window_capacity(acts, prefetch)), stages_(acts.size() * cap_, 0),
           sizes_(acts.size(), 0) {
         // group[k]: the action index at which stage k of a window first appears. A window is
         // cut only between groups, which is PyTorch's "stop after this action" rule.
@@ -68,6 +69,22 @@ class lookahead_windows {
     [[nodiscard]] constexpr std::size_t size(std::size_t i) const noexcept { return sizes_[i]; }
 
   private:
+    // A window never holds more than the rank's distinct stages, so a huge `prefetch` costs no
+    // more memory than "all of them"; otherwise prefetch + 1 (an overlapped pair at the cut).
+    static constexpr std::size_t window_capacity(const std::vector<action>& acts, int prefetch) {
+        std::vector<std::uint8_t> seen;
+        std::size_t distinct = 0;
+        for (const action& a : acts)
+            for_each_part(a, [&](const action& p) {
+                const auto st = static_cast<std::size_t>(p.stage());
+                if (st >= seen.size()) seen.resize(st + 1, 0);
+                distinct += seen[st] ? 0 : 1;
+                seen[st] = 1;
+            });
+        const auto want = static_cast<std::size_t>(prefetch) + 1;
+        return want < distinct + 1 ? want : distinct + 1;
+    }
+
     std::size_t cap_;
     std::vector<int> stages_;
     std::vector<std::size_t> sizes_;
