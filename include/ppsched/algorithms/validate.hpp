@@ -32,7 +32,7 @@ enum class rule : std::uint8_t {
     missing_forward,         ///< a (stage, microbatch) has no forward
     missing_backward,        ///< a (stage, microbatch) has neither B nor I
     mixed_backward,          ///< a (stage, microbatch) has both B and I/W
-    missing_weight,          ///< an I without its W, or a W without its I
+    missing_weight,          ///< an I without its W
     weight_before_input,     ///< W runs before the I of the same stage and microbatch
     backward_before_forward, ///< a backward runs before the forward of its stage and microbatch
     dependency_order,        ///< an action runs before the action it needs, on the same rank
@@ -82,15 +82,16 @@ inline constexpr std::size_t rule_count = 22;
 /// (idle slots count); -1 means "no such position" (e.g. for a missing action).
 struct violation {
     rule what = rule::invalid_config;
-    int rank = -1;    ///< rank where it happens (or should have happened)
-    int step = -1;    ///< slot index on `rank`, -1 when the action is missing
-    action subject{}; ///< the offending (or missing) action
-    bool has_subject = false;
-    int other_rank = -1; ///< position of a related action (dependency, first copy, awaited)
-    int other_step = -1;
-    action other{}; ///< the related action
-    bool has_other = false;
-    int expected = -1; ///< rank_count: expected rows; wrong_rank: the stage's rank
+    int rank = -1;            ///< rank where it happens (or should have happened)
+    int step = -1;            ///< slot index on `rank`, -1 when the action is missing
+    action subject{};         ///< the offending (or missing) action
+    bool has_subject = false; ///< false for rules about the whole order (config, rank count)
+    int other_rank = -1;      ///< rank of a related action (dependency, first copy, awaited)
+    int other_step = -1;      ///< its slot index, -1 when it is not in the order
+    action other{};           ///< the related action
+    bool has_other = false;   ///< whether `other` is set
+    int expected = -1;        ///< rank_count: the configuration's ranks; wrong_rank: the stage's
+    int found = -1;           ///< rank_count: the rows found
 
     friend constexpr bool operator==(const violation&, const violation&) noexcept = default;
 };
@@ -149,7 +150,7 @@ enum class event_class : int { f, i, w, b, send_f, recv_f, send_b, recv_b };
 /// tables indexed by (plane, stage, microbatch) with the first position of each action.
 class validator {
   public:
-    constexpr validator(const config& cfg) : cfg_(cfg) {}
+    constexpr explicit validator(const config& cfg) : cfg_(cfg) {}
 
     template <order_range R>
     constexpr validation_report run(const R& rows) {
@@ -161,7 +162,7 @@ class validator {
             violation v;
             v.what = rule::rank_count;
             v.expected = cfg_.ranks;
-            v.rank = rank_count_;
+            v.found = rank_count_;
             report_.add(v);
         }
         index_actions();
@@ -271,10 +272,7 @@ class validator {
                 bool usable = true;
                 for (int k = 0; k < np; ++k)
                     usable = check_structure(r, step, parts[static_cast<std::size_t>(k)]) && usable;
-                if (!usable) {
-                    bad_structure_ = true;
-                    continue;
-                }
+                if (!usable) continue;
                 for (int k = 0; k < np; ++k) record(r, step, parts[static_cast<std::size_t>(k)]);
             }
         }
@@ -630,7 +628,7 @@ class validator {
 
     config cfg_;
     int S_ = 0, M_ = 0, rank_count_ = 0;
-    bool lowered_ = false, bad_structure_ = false;
+    bool lowered_ = false;
     std::vector<slot> flat_;
     std::vector<std::size_t> row_begin_;
     std::vector<order_pos> first_;
@@ -679,7 +677,7 @@ inline std::string where(int rank, int step) {
             "ranks * stages_per_rank <= 65536)";
         break;
     case rule::rank_count:
-        m = "the order has " + std::to_string(v.rank) + " rows but the configuration has " +
+        m = "the order has " + std::to_string(v.found) + " rows but the configuration has " +
             std::to_string(v.expected) + " ranks";
         break;
     case rule::stage_out_of_range:
