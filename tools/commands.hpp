@@ -20,6 +20,8 @@ using command_function = int (*)(std::span<const std::string> argv, output& out)
 int cmd_show(std::span<const std::string> argv, output& out);
 int cmd_schedules(std::span<const std::string> argv, output& out);
 int cmd_generate(std::span<const std::string> argv, output& out);
+int cmd_simulate(std::span<const std::string> argv, output& out);
+int cmd_compare(std::span<const std::string> argv, output& out);
 
 /// One row of the subcommand table.
 struct command {
@@ -33,6 +35,10 @@ inline constexpr command commands[] = {
     {"show", "print a CSV pipeline order as PyTorch's step table", cmd_show},
     {"schedules", "list the schedules with their constraints", cmd_schedules},
     {"generate", "print the pipeline order of a schedule for a configuration", cmd_generate},
+    {"simulate", "time a schedule or CSV order under a cost model: makespan, bubble, memory",
+     cmd_simulate},
+    {"compare", "simulate every schedule for a configuration and rank them by makespan",
+     cmd_compare},
 };
 
 } // namespace ppsched::cli

@@ -1,0 +1,107 @@
+# CLI tests of `ppsched simulate` and `ppsched compare` (included from CMakeLists.txt, which
+# defines ppsched_cli_test, `torch` and `data`). JSON output is checked by check_json.sh: valid
+# JSON (python3 -m json.tool) and a Python expression over it. Expected numbers come from the
+# formulas in docs/simulation.md, not from the tool: 1F1B and GPipe take (m + p - 1)(F + B).
+
+find_program(PPSCHED_PYTHON3 python3)
+
+# ppsched_cli_json_test(<name> <python expression over d> <tool arguments>...)
+function(ppsched_cli_json_test name expr)
+  if(NOT PPSCHED_PYTHON3)
+    return()
+  endif()
+  add_test(NAME cli.${name}
+           COMMAND ${PPSCHED_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/check_json.sh ${expr} --
+                   $<TARGET_FILE:ppsched-cli> ${ARGN})
+endfunction()
+
+# --- simulate: usage ---------------------------------------------------------------------------
+ppsched_cli_test(simulate_help 0 STDOUT_HAS "--p2p X" ARGS simulate --help)
+ppsched_cli_test(simulate_listed 0 STDOUT_HAS "simulate" ARGS --help)
+ppsched_cli_test(simulate_no_name 2 STDERR_HAS "missing argument NAME" ARGS simulate)
+ppsched_cli_test(simulate_unknown_schedule 2 STDERR_HAS "unknown schedule 'Frob'"
+                 ARGS simulate Frob --ranks 2 --microbatches 2)
+ppsched_cli_test(simulate_missing_ranks 2 STDERR_HAS "missing option --ranks"
+                 ARGS simulate 1F1B --microbatches 2)
+ppsched_cli_test(simulate_unsupported_config 2 STDERR_HAS "one_f_one_b: microbatches"
+                 ARGS simulate 1F1B --ranks 4 --microbatches 2)
+ppsched_cli_test(simulate_negative_cost 2 STDERR_HAS "--f expects a non-negative number"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 2 --f -1)
+ppsched_cli_test(simulate_text_cost 2 STDERR_HAS "--b expects a non-negative number, got 'x'"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 2 --b x)
+ppsched_cli_test(simulate_inconsistent_costs 2 STDERR_HAS "B must be >= the given I or W"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 2 --b 1 --i 2)
+ppsched_cli_test(simulate_bad_format 2 STDERR_HAS "--format must be text, json or none"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 2 --format xml)
+ppsched_cli_test(simulate_timeline_needs_json 2 STDERR_HAS "--timeline needs --format json"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 2 --timeline)
+ppsched_cli_test(simulate_csv_and_ranks 2 STDERR_HAS "cannot be used with --csv"
+                 ARGS simulate --csv ${data}/good_lf.csv --ranks 2)
+ppsched_cli_test(simulate_too_large 2 STDERR_HAS "more than --max-actions"
+                 ARGS simulate GPipe --ranks 8 --microbatches 8 --max-actions 10)
+ppsched_cli_test(simulate_missing_csv 2 STDERR_HAS "cannot open"
+                 ARGS simulate --csv ${data}/does_not_exist.csv)
+ppsched_cli_test(simulate_missing_costs 2 STDERR_HAS "cannot open"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 2 --costs ${data}/nope.json)
+ppsched_cli_test(simulate_bad_cost_json 2
+                 STDERR_HAS "costs_bad_syntax.json:3:7: expected ':' after the key, found '2'"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 2 --costs ${data}/costs_bad_syntax.json)
+ppsched_cli_test(simulate_unknown_cost_key 2
+                 STDERR_HAS "costs_unknown_key.json:3:14: unknown key 'forward'"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 2
+                      --costs ${data}/costs_unknown_key.json)
+ppsched_cli_test(simulate_lower_lowered_csv 2 STDERR_HAS "ppsched: error:"
+                 ARGS simulate --csv ${torch}/comms/1F1B_pp2_mb2_v1.csv --lower)
+
+# --- simulate: results ---------------------------------------------------------------------------
+# A deadlocking order is read fine but fails: exit 1, the waiting ranks on stderr.
+ppsched_cli_test(simulate_deadlock 1 STDERR_HAS "deadlock: rank 0 waits at slot 1 (0B0) for 1B0"
+                 ARGS simulate --csv ${data}/deadlock.csv)
+ppsched_cli_test(simulate_text 0 STDOUT_HAS "makespan       33"
+                 ARGS simulate 1F1B --ranks 4 --microbatches 8 --f 1 --b 2)
+ppsched_cli_test(simulate_none 0 STDOUT empty ARGS simulate 1F1B --ranks 4 --microbatches 8
+                 --format none)
+# (m + p - 1)(F + B) = 11 * 3; ideal = m (F + B) = 24; every rank idles 9.
+ppsched_cli_json_test(simulate_1f1b_json
+  "d['makespan'] == 33 and d['bubble_ratio'] == 0.375 and len(d['ranks']) == 4 and all(r['idle'] == 9 and r['busy'] == 24 and r['bubble_fraction'] == 9 / 33 and r['peak_activations'] == 4 - r['rank'] for r in d['ranks']) and [r['rank'] for r in d['ranks']] == [0, 1, 2, 3]"
+  simulate 1F1B --ranks 4 --microbatches 8 --f 1 --b 2 --format json)
+ppsched_cli_json_test(simulate_gpipe_json "d['makespan'] == 11 * 3 and all(r['peak_activations'] == 8 for r in d['ranks'])"
+  simulate GPipe --ranks 4 --microbatches 8 --f 1 --b 2 --format json)
+# Interleaved1F1B: m (F + B) + (p - 1)(F + B) / v with each stage doing 1/v (--per-rank).
+ppsched_cli_json_test(simulate_interleaved_per_rank "d['makespan'] == 8 * 3 + 3 * 3 / 2"
+  simulate Interleaved1F1B --ranks 4 --microbatches 8 --stages-per-rank 2 --f 1 --b 2
+  --per-rank --format json)
+# Lowered and not lowered take as long when messages are free.
+ppsched_cli_json_test(simulate_lowered "d['makespan'] == 33 and d['lowered']"
+  simulate 1F1B --ranks 4 --microbatches 8 --lower --format json)
+ppsched_cli_json_test(simulate_csv "d['makespan'] == 33 and not d['lowered']"
+  simulate --csv ${torch}/compute/1F1B_pp4_mb8_v1.csv --format json)
+ppsched_cli_json_test(simulate_csv_comms "d['makespan'] == 33 and d['lowered']"
+  simulate --csv ${torch}/comms/1F1B_pp4_mb8_v1.csv --format json)
+# 2 ranks, 2 microbatches, latency 0.5 on each of the 4 hops of the critical path: 9 + 2.
+ppsched_cli_json_test(simulate_cost_file "d['makespan'] == 10"
+  simulate 1F1B --ranks 2 --microbatches 2 --costs ${data}/costs_latency.json --format json)
+ppsched_cli_json_test(simulate_flag_overrides_file "d['makespan'] == 9"
+  simulate 1F1B --ranks 2 --microbatches 2 --costs ${data}/costs_latency.json --p2p 0
+  --format json)
+ppsched_cli_json_test(simulate_timeline
+  "len(d['timeline']) == 64 and all(t['end'] - t['start'] == (1 if 'F' in t['action'] else 2) for t in d['timeline']) and {t['stream'] for t in d['timeline']} == {'compute'}"
+  simulate 1F1B --ranks 4 --microbatches 8 --format json --timeline)
+
+# --- compare -------------------------------------------------------------------------------------
+ppsched_cli_test(compare_help 0 STDOUT_HAS "--max-stages-per-rank" ARGS compare --help)
+ppsched_cli_test(compare_missing_microbatches 2 STDERR_HAS "missing option --microbatches"
+                 ARGS compare --ranks 4)
+ppsched_cli_test(compare_positional 2 STDERR_HAS "unexpected argument" ARGS compare 1F1B --ranks 4
+                 --microbatches 8)
+ppsched_cli_test(compare_text 0 STDOUT_HAS "DualPipeV" ARGS compare --ranks 4 --microbatches 8)
+ppsched_cli_test(compare_nothing_fits 1 STDERR_HAS "no schedule accepts"
+                 ARGS compare --ranks 4 --microbatches 8 --max-actions 10)
+ppsched_cli_json_test(compare_json
+  "len(d['results']) > 5 and [r['makespan'] for r in d['results']] == sorted(r['makespan'] for r in d['results']) and all(set(r) >= {'schedule', 'stages_per_rank', 'makespan', 'bubble_ratio', 'peak_activations', 'peak_memory'} for r in d['results']) and any(r['schedule'] == '1F1B' and r['makespan'] == 33 for r in d['results'])"
+  compare --ranks 4 --microbatches 8 --f 1 --b 2 --format json)
+ppsched_cli_json_test(compare_rejects
+  "any(r['schedule'] == '1F1B' for r in d['rejected']) and all(r['schedule'] != '1F1B' for r in d['results'])"
+  compare --ranks 4 --microbatches 2 --format json)
+ppsched_cli_json_test(compare_lowered_latency "all(r['makespan'] > 0 for r in d['results'])"
+  compare --ranks 4 --microbatches 8 --p2p 0.1 --lower --format json)

@@ -1,0 +1,193 @@
+// `ppsched compare --ranks P --microbatches M [costs] [--lower] [--format text|json|none]`:
+// simulates every schedule that accepts the configuration (for each stages-per-rank value it
+// supports) under one model's costs and ranks them by makespan: "which schedule should I use".
+
+#include <algorithm>
+#include <array>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <ppsched/algorithms/lower.hpp>
+#include <ppsched/algorithms/simulate.hpp>
+#include <ppsched/config.hpp>
+#include <ppsched/registry.hpp>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "cost_options.hpp"
+
+namespace ppsched::cli {
+
+namespace {
+
+constexpr std::array<option, 7> compare_own_options{{
+    {"--ranks", "P", "pipeline ranks (required)"},
+    {"--microbatches", "M", "microbatches per iteration (required)"},
+    {"--stages-per-rank", "V", "only try V stages per rank (default: every V it supports)"},
+    {"--max-stages-per-rank", "V", "try stages per rank 1..V (default 4)"},
+    {"--lower", "", "simulate the lowered orders (sends, receives, FSDP) a runtime executes"},
+    {"--format", "FORMAT", "text (default), json, or none (only the exit status)"},
+    {"--max-actions", "N", "skip orders with more actions than N (default 50000000)"},
+}};
+
+constexpr auto compare_options = with_cost_options(compare_own_options);
+
+constexpr command_help compare_help{
+    .name = "compare",
+    .arguments = "",
+    .summary = "Simulate every schedule that accepts the configuration, trying each number of\n"
+               "stages per rank it supports, and list them by makespan with their bubble and\n"
+               "peak memory: which schedule suits this model.",
+    .options = compare_options,
+    .details =
+        "The costs describe one rank's share of the model (its layers): with V stages per rank\n"
+        "each stage costs 1/V of the times and memory given; message costs stay per message.\n"
+        "JSON output: {ranks, microbatches, results: [{schedule, name, stages_per_rank,\n"
+        "makespan, bubble_fraction, bubble_ratio, peak_activations, peak_memory}] by makespan,\n"
+        "rejected: [{schedule, reason}]}. Peaks are the largest over the ranks.",
+};
+
+struct result {
+    const schedule_entry* entry = nullptr;
+    int stages_per_rank = 1;
+    simulation sim;
+    double peak_activations = 0, peak_memory = 0;
+};
+
+struct rejection {
+    std::string schedule, reason;
+};
+
+// The part of a config_error message after "name: ", so that a table row reads cleanly.
+std::string reason_of(const std::string& message) {
+    const std::size_t colon = message.find(": ");
+    return colon == std::string::npos ? message : message.substr(colon + 2);
+}
+
+std::string text_report(int p, int m, const std::vector<result>& results,
+                        const std::vector<rejection>& rejected) {
+    std::string out = std::to_string(p) + " ranks, " + std::to_string(m) +
+                      " microbatches; the costs are a rank's share of the model\n\n";
+    std::vector<std::array<std::string, 7>> rows{
+        {"schedule", "V", "makespan", "bubble ratio", "bubble", "peak act.", "peak memory"}};
+    for (const auto& r : results)
+        rows.push_back({r.entry->pytorch_name, std::to_string(r.stages_per_rank),
+                        format_number(r.sim.makespan), format_number(r.sim.bubble_ratio),
+                        format_number(100 * r.sim.bubble_fraction) + " %",
+                        format_number(r.peak_activations), format_number(r.peak_memory)});
+    std::array<std::size_t, 7> width{};
+    for (const auto& r : rows)
+        for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    for (const auto& r : rows) {
+        std::string line = " ";
+        for (std::size_t i = 0; i < r.size(); ++i)
+            line += " " + r[i] + std::string(width[i] - r[i].size(), ' ');
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out += line + "\n";
+    }
+    if (!rejected.empty()) {
+        out += "\nnot applicable:\n";
+        for (const auto& r : rejected) out += "  " + r.schedule + ": " + r.reason + "\n";
+    }
+    return out;
+}
+
+std::string json_report(int p, int m, const std::vector<result>& results,
+                        const std::vector<rejection>& rejected) {
+    std::string out = "{\"ranks\": " + std::to_string(p) +
+                      ", \"microbatches\": " + std::to_string(m) + ",\n \"results\": [";
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        const auto& r = results[i];
+        out += std::string(i ? ",\n  " : "\n  ") +
+               "{\"schedule\": " + json_string(r.entry->pytorch_name) +
+               ", \"name\": " + json_string(r.entry->name) +
+               ", \"stages_per_rank\": " + std::to_string(r.stages_per_rank) +
+               ", \"makespan\": " + json_number(r.sim.makespan) +
+               ", \"bubble_fraction\": " + json_number(r.sim.bubble_fraction) +
+               ", \"bubble_ratio\": " + json_number(r.sim.bubble_ratio) +
+               ", \"peak_activations\": " + json_number(r.peak_activations) +
+               ", \"peak_memory\": " + json_number(r.peak_memory) + "}";
+    }
+    out += "],\n \"rejected\": [";
+    for (std::size_t i = 0; i < rejected.size(); ++i)
+        out += std::string(i ? ",\n  " : "\n  ") +
+               "{\"schedule\": " + json_string(rejected[i].schedule) +
+               ", \"reason\": " + json_string(rejected[i].reason) + "}";
+    return out + "]}\n";
+}
+
+} // namespace
+
+int cmd_compare(std::span<const std::string> argv, output& out) {
+    const args a = parse(argv, compare_help);
+    if (a.help_requested()) {
+        out.out = help_text(compare_help);
+        return exit_ok;
+    }
+    a.expect_positionals(0, 0, "");
+    if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
+    if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
+    const std::string format = a.value("--format").value_or("text");
+    if (format != "text" && format != "json" && format != "none")
+        throw usage_error("--format must be text, json or none, got '" + format + "'");
+    const int p = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
+    const int m = static_cast<int>(a.integer("--microbatches", 1, 1LL << 30, 1));
+    int v_min = 1, v_max = static_cast<int>(a.integer("--max-stages-per-rank", 1, 64, 4));
+    if (a.has("--stages-per-rank"))
+        v_min = v_max = static_cast<int>(a.integer("--stages-per-rank", 1, max_stage + 1, 1));
+    const long long max_actions = a.integer("--max-actions", 1, 1LL << 40, 50'000'000);
+    const cost_model costs = read_cost_options(a);
+    if (!costs.per_stage.empty())
+        throw usage_error("compare splits a rank's costs over its stages; a cost file with "
+                          "per-stage values cannot be split (use 'ppsched simulate')");
+
+    std::vector<result> results;
+    std::vector<rejection> rejected;
+    for (const schedule_entry& e : builtin_schedules().entries()) {
+        std::string first_reason; // why it was not simulated
+        bool any = false;
+        for (int v = v_min; v <= v_max; ++v) {
+            const config cfg{.ranks = p, .stages_per_rank = v, .microbatches = m};
+            try {
+                e.check(cfg, {});
+            } catch (const config_error& err) {
+                // Prefer the reason for the schedule's own default V (the most telling one).
+                if (first_reason.empty() || v == e.default_stages_per_rank)
+                    first_reason = reason_of(err.what());
+                continue;
+            }
+            if (3LL * p * v * m > max_actions) {
+                if (first_reason.empty()) first_reason = "more actions than --max-actions";
+                continue;
+            }
+            order o = e.generate(cfg, {});
+            if (a.has("--lower")) o = lower(o);
+            result r{&e, v, simulate(o, split_over_stages(costs, v)), 0, 0};
+            if (!r.sim) {
+                if (first_reason.empty()) first_reason = describe_problem(r.sim);
+                continue;
+            }
+            r.peak_activations = max_over_ranks(r.sim, &rank_summary::peak_activations);
+            r.peak_memory = max_over_ranks(r.sim, &rank_summary::peak_memory);
+            results.push_back(std::move(r));
+            any = true;
+        }
+        if (!any) rejected.push_back({e.pytorch_name, first_reason});
+    }
+    // By makespan; ties by memory, then as listed (stable).
+    std::stable_sort(results.begin(), results.end(), [](const result& x, const result& y) {
+        if (x.sim.makespan != y.sim.makespan) return x.sim.makespan < y.sim.makespan;
+        return x.peak_memory < y.peak_memory;
+    });
+    if (format == "text") out.out = text_report(p, m, results, rejected);
+    if (format == "json") out.out = json_report(p, m, results, rejected);
+    if (results.empty()) {
+        out.err = "ppsched: compare: no schedule accepts " + std::to_string(p) + " ranks and " +
+                  std::to_string(m) + " microbatches\n";
+        return exit_failure;
+    }
+    return exit_ok;
+}
+
+} // namespace ppsched::cli

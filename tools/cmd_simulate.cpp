@@ -1,0 +1,196 @@
+// `ppsched simulate NAME --ranks P --microbatches M [--stages-per-rank V] [costs] [--lower]
+// [--format text|json|none]`, or `ppsched simulate --csv FILE [costs]`: replays a pipeline
+// order under a cost model and reports the makespan, the bubble and each rank's memory.
+
+#include <array>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <ppsched/algorithms/lower.hpp>
+#include <ppsched/algorithms/simulate.hpp>
+#include <ppsched/config.hpp>
+#include <ppsched/registry.hpp>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "cost_options.hpp"
+#include "input.hpp"
+
+namespace ppsched::cli {
+
+namespace {
+
+constexpr std::array<option, 9> simulate_own_options{{
+    {"--ranks", "P", "pipeline ranks (required with NAME)"},
+    {"--microbatches", "M", "microbatches per iteration (required with NAME)"},
+    {"--stages-per-rank", "V", "stages per rank (default: the schedule's)"},
+    {"--csv", "FILE", "simulate the order in FILE (PyTorch's CSV; '-' for stdin) instead of NAME"},
+    {"--lower", "", "simulate the lowered order (sends, receives, FSDP) a runtime executes"},
+    {"--per-rank", "",
+     "the costs are a rank's share of the model: each of its V stages costs 1/V of them"},
+    {"--format", "FORMAT", "text (default), json, or none (only the exit status)"},
+    {"--timeline", "", "with --format json: also list every action's rank, stream, start, end"},
+    {"--max-actions", "N", "refuse orders with more actions than N (default 50000000)"},
+}};
+
+constexpr auto simulate_options = with_cost_options(simulate_own_options);
+
+constexpr command_help simulate_help{
+    .name = "simulate",
+    .arguments = "NAME | --csv FILE",
+    .summary =
+        "Replay a pipeline order under a cost model: each rank runs its actions in order, an\n"
+        "action starts when its rank is free and its inputs have arrived. Prints the\n"
+        "makespan, the bubble (idle time) and each rank's peak activation memory.",
+    .options = simulate_options,
+    .details =
+        "NAME is a schedule ('ppsched schedules' lists them). Costs are per stage unless\n"
+        "--per-rank is given. JSON output: {makespan, bubble_fraction, bubble_ratio, ideal,\n"
+        "total_compute, lowered, ranks: [{rank, busy, idle, bubble_fraction, comm_busy,\n"
+        "peak_activations, peak_activations_at, peak_memory}]}.\n"
+        "Exit status 1 when the order deadlocks or cannot be simulated (the reason on stderr).",
+};
+
+std::string text_report(const std::string& title, const simulation& sim) {
+    std::string out = title + "\n";
+    auto row = [&](const std::string& label, const std::string& value, const std::string& note) {
+        out += "  " + label + std::string(15 - label.size(), ' ') + value;
+        if (!note.empty())
+            out += std::string(value.size() < 12 ? 12 - value.size() : 1, ' ') + note;
+        out += "\n";
+    };
+    row("makespan", format_number(sim.makespan), "");
+    row("ideal", format_number(sim.ideal),
+        "total compute " + format_number(sim.total_compute) + " / " +
+            std::to_string(sim.ranks.size()) + " ranks");
+    row("bubble ratio", format_number(sim.bubble_ratio), "(makespan - ideal) / ideal");
+    row("bubble", format_number(100 * sim.bubble_fraction) + " %", "idle / (ranks x makespan)");
+    out += "\n";
+    const std::array<std::string, 7> head{"rank", "busy",           "idle",       "bubble",
+                                          "comm", "peak act. (at)", "peak memory"};
+    std::vector<std::array<std::string, 7>> rows{head};
+    for (const auto& r : sim.ranks)
+        rows.push_back(
+            {std::to_string(r.rank), format_number(r.busy), format_number(r.idle),
+             format_number(100 * r.bubble_fraction) + " %", format_number(r.comm_busy),
+             format_number(r.peak_activations) + " (" + format_number(r.peak_activations_at) + ")",
+             format_number(r.peak_memory)});
+    std::array<std::size_t, 7> width{};
+    for (const auto& r : rows)
+        for (std::size_t i = 0; i < r.size(); ++i)
+            width[i] = r[i].size() > width[i] ? r[i].size() : width[i];
+    for (const auto& r : rows) {
+        std::string line = " ";
+        for (std::size_t i = 0; i < r.size(); ++i)
+            line += " " + r[i] + std::string(width[i] - r[i].size(), ' ');
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out += line + "\n";
+    }
+    return out;
+}
+
+std::string json_report(const simulation& sim, bool timeline) {
+    std::string out = "{\"makespan\": " + json_number(sim.makespan) +
+                      ", \"bubble_fraction\": " + json_number(sim.bubble_fraction) +
+                      ", \"bubble_ratio\": " + json_number(sim.bubble_ratio) +
+                      ", \"ideal\": " + json_number(sim.ideal) +
+                      ", \"total_compute\": " + json_number(sim.total_compute) +
+                      ", \"lowered\": " + (sim.lowered ? "true" : "false") + ",\n \"ranks\": [";
+    for (std::size_t i = 0; i < sim.ranks.size(); ++i) {
+        const auto& r = sim.ranks[i];
+        out += std::string(i ? ",\n  " : "\n  ") + "{\"rank\": " + std::to_string(r.rank) +
+               ", \"busy\": " + json_number(r.busy) + ", \"idle\": " + json_number(r.idle) +
+               ", \"bubble_fraction\": " + json_number(r.bubble_fraction) +
+               ", \"comm_busy\": " + json_number(r.comm_busy) +
+               ", \"peak_activations\": " + json_number(r.peak_activations) +
+               ", \"peak_activations_at\": " + json_number(r.peak_activations_at) +
+               ", \"peak_memory\": " + json_number(r.peak_memory) + "}";
+    }
+    out += "]";
+    if (timeline) {
+        out += ",\n \"timeline\": [";
+        for (std::size_t i = 0; i < sim.timeline.size(); ++i) {
+            const auto& t = sim.timeline[i];
+            out += std::string(i ? ",\n  " : "\n  ") + "{\"rank\": " + std::to_string(t.rank) +
+                   ", \"action\": " + json_string(to_string(t.act)) + ", \"stream\": \"" +
+                   to_chars(t.on) + "\", \"start\": " + json_number(t.start) +
+                   ", \"end\": " + json_number(t.end) + "}";
+        }
+        out += "]";
+    }
+    return out + "}\n";
+}
+
+} // namespace
+
+int cmd_simulate(std::span<const std::string> argv, output& out) {
+    const args a = parse(argv, simulate_help);
+    if (a.help_requested()) {
+        out.out = help_text(simulate_help);
+        return exit_ok;
+    }
+    const std::string format = a.value("--format").value_or("text");
+    if (format != "text" && format != "json" && format != "none")
+        throw usage_error("--format must be text, json or none, got '" + format + "'");
+    if (a.has("--timeline") && format != "json")
+        throw usage_error("--timeline needs --format json");
+    const long long max_actions = a.integer("--max-actions", 1, 1LL << 40, 50'000'000);
+
+    order o;
+    std::string title;
+    if (auto csv = a.value("--csv")) {
+        a.expect_positionals(0, 0, "");
+        for (const char* opt : {"--ranks", "--microbatches", "--stages-per-rank"})
+            if (a.has(opt))
+                throw usage_error(std::string(opt) + " cannot be used with --csv (the order "
+                                                     "in the file has its own configuration)");
+        o = read_order(*csv);
+        title = source_name(*csv);
+    } else {
+        a.expect_positionals(1, 1, "NAME (or --csv FILE)");
+        const schedule_entry* found = builtin_schedules().find(a.positionals()[0]);
+        if (found == nullptr)
+            throw usage_error("unknown schedule '" + a.positionals()[0] +
+                              "'; 'ppsched schedules' lists them");
+        if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
+        if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
+        config cfg;
+        cfg.ranks = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
+        cfg.microbatches = static_cast<int>(a.integer("--microbatches", 1, 1LL << 30, 1));
+        cfg.stages_per_rank = static_cast<int>(
+            a.integer("--stages-per-rank", 1, max_stage + 1, found->default_stages_per_rank));
+        const long long actions = 3LL * cfg.ranks * cfg.stages_per_rank * cfg.microbatches;
+        if (actions > max_actions)
+            throw usage_error("the order would have up to " + std::to_string(actions) +
+                              " actions, more than --max-actions " + std::to_string(max_actions));
+        o = builtin_schedules().generate(found->name, cfg);
+        title = found->pytorch_name;
+    }
+    if (static_cast<long long>(o.action_count()) > max_actions)
+        throw usage_error("the order has " + std::to_string(o.action_count()) +
+                          " actions, more than --max-actions " + std::to_string(max_actions));
+
+    cost_model costs = read_cost_options(a);
+    if (a.has("--per-rank")) {
+        if (!costs.per_stage.empty())
+            throw usage_error("--per-rank cannot split a cost file's per-stage values");
+        costs = split_over_stages(costs, o.cfg().stages_per_rank);
+    }
+    if (a.has("--lower")) o = lower(o);
+
+    const simulation sim = simulate(o, costs);
+    const config& cfg = o.cfg();
+    title += ": " + std::to_string(cfg.ranks) + " ranks, " + std::to_string(cfg.stages_per_rank) +
+             (cfg.stages_per_rank == 1 ? " stage" : " stages") + " per rank, " +
+             std::to_string(cfg.microbatches) + " microbatches" + (sim.lowered ? ", lowered" : "");
+    if (!sim) {
+        out.err = "ppsched: simulate: " + title + ": " + describe_problem(sim) + "\n";
+        return exit_failure;
+    }
+    if (format == "text") out.out = text_report(title, sim);
+    if (format == "json") out.out = json_report(sim, a.has("--timeline"));
+    return exit_ok;
+}
+
+} // namespace ppsched::cli

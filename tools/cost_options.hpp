@@ -1,0 +1,158 @@
+#pragma once
+/// \file cost_options.hpp
+/// The cost options shared by `ppsched simulate` and `ppsched compare` (`--costs FILE`, `--f X`,
+/// ...), and the number formatting of their reports.
+
+#include <array>
+#include <charconv>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include <ppsched/algorithms/simulate.hpp>
+#include <ppsched/cost_model.hpp>
+#include <ppsched/io/cost_json.hpp>
+
+#include "cli.hpp"
+
+namespace ppsched::cli {
+
+/// The cost options, in the order `--help` lists them.
+inline constexpr std::array<option, 13> cost_option_list{{
+    {"--costs", "FILE", "cost model as JSON (see docs/simulation.md); the flags below override it"},
+    {"--f", "X", "forward time (default 1)"},
+    {"--i", "X", "input-gradient backward time (default: F, or B - W)"},
+    {"--w", "X", "weight-gradient backward time (default: F, or B - I)"},
+    {"--b", "X", "full backward time (default I + W)"},
+    {"--overlap", "X", "overlapped F+B time (default: the sum of its parts)"},
+    {"--p2p", "X", "latency of every message between ranks (default 0)"},
+    {"--transfer", "X", "transfer time of every message, added to the latency (default 0)"},
+    {"--unshard", "X", "UNSHARD time, on the communication stream (default 0)"},
+    {"--reduce-grad", "X", "REDUCE_GRAD time, on the communication stream (default 0)"},
+    {"--activation", "X", "activation memory a forward keeps per microbatch (default 1)"},
+    {"--parameters", "X", "parameter memory (default 0)"},
+    {"--i-frees", "X", "fraction of the activation memory I frees; W frees the rest (default 0)"},
+}};
+
+/// A command's own options followed by the cost options.
+template <std::size_t N>
+[[nodiscard]] constexpr std::array<option, N + cost_option_list.size()>
+with_cost_options(const std::array<option, N>& own) {
+    std::array<option, N + cost_option_list.size()> all{};
+    for (std::size_t i = 0; i < N; ++i) all[i] = own[i];
+    for (std::size_t i = 0; i < cost_option_list.size(); ++i) all[N + i] = cost_option_list[i];
+    return all;
+}
+
+/// Parses a non-negative number given to option `what`.
+[[nodiscard]] inline double parse_number(std::string_view text, std::string_view what) {
+    double v = 0;
+    const char* last = text.data() + text.size();
+    const auto [end, ec] = std::from_chars(text.data(), last, v);
+    if (text.empty() || ec != std::errc{} || end != last || !(v >= 0))
+        throw usage_error(std::string(what) + " expects a non-negative number, got '" +
+                          std::string(text) + "'");
+    return v;
+}
+
+/// The cost model the options describe: the file (if any), then each flag.
+/// Throws `parse_error` for a bad file and `usage_error` for a bad flag.
+[[nodiscard]] inline cost_model read_cost_options(const args& a) {
+    cost_model c;
+    if (auto file = a.value("--costs")) c = io::read_cost_json_file(*file);
+    const std::array<std::pair<std::string_view, std::optional<double> stage_costs::*>, 9> flags{
+        {{"--f", &stage_costs::forward},
+         {"--i", &stage_costs::backward_input},
+         {"--w", &stage_costs::backward_weight},
+         {"--b", &stage_costs::full_backward},
+         {"--overlap", &stage_costs::overlap_f_b},
+         {"--unshard", &stage_costs::unshard},
+         {"--reduce-grad", &stage_costs::reduce_grad},
+         {"--activation", &stage_costs::activation},
+         {"--parameters", &stage_costs::parameters}}};
+    for (const auto& [name, field] : flags) {
+        if (auto v = a.value(name)) {
+            c.uniform.*field = parse_number(*v, name);
+            // A flag sets the value of every stage, overriding the file's per-stage ones.
+            for (auto& s : c.per_stage) s.*field = std::nullopt;
+        }
+    }
+    if (auto v = a.value("--p2p")) c.p2p_latency = parse_number(*v, "--p2p");
+    if (auto v = a.value("--transfer")) c.p2p_transfer = parse_number(*v, "--transfer");
+    if (auto v = a.value("--i-frees")) {
+        c.input_grad_frees = parse_number(*v, "--i-frees");
+        if (c.input_grad_frees > 1) throw usage_error("--i-frees must be in [0, 1]");
+    }
+    // Report inconsistent values (a B below a given I) as bad usage now, not mid-simulation.
+    try {
+        c.check();
+        (void)c.at(0);
+    } catch (const config_error& e) {
+        throw usage_error(e.what());
+    }
+    return c;
+}
+
+/// `c` with every stage doing 1/`v` of the work and memory (the costs describe a rank's share
+/// of the model, split over its `v` stages); message costs unchanged.
+/// Requires: no per-stage overrides.
+[[nodiscard]] inline cost_model split_over_stages(cost_model c, int v) {
+    auto scale = [v](std::optional<double>& x) {
+        if (x) *x /= v;
+    };
+    auto& u = c.uniform;
+    // Unset I, W, B and overlaps derive from F and B, so scaling F (default 1) and the values
+    // that are set scales them all; activation memory defaults to 1.
+    u.forward = u.forward.value_or(1.0);
+    u.activation = u.activation.value_or(1.0);
+    for (auto* x : {&u.forward, &u.backward_input, &u.backward_weight, &u.full_backward,
+                    &u.overlap_f_b, &u.unshard, &u.reduce_grad, &u.activation, &u.parameters})
+        scale(*x);
+    return c;
+}
+
+/// A number for people: up to 6 significant digits (`12.5`, `0.333333`).
+[[nodiscard]] inline std::string format_number(double v) {
+    std::array<char, 64> buf{};
+    const auto res =
+        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 6);
+    return {buf.data(), res.ptr};
+}
+
+/// A number for JSON: the shortest text that reads back to the same double.
+[[nodiscard]] inline std::string json_number(double v) {
+    std::array<char, 64> buf{};
+    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    return {buf.data(), res.ptr};
+}
+
+/// `s` as a JSON string literal.
+[[nodiscard]] inline std::string json_string(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            constexpr char hex[] = "0123456789abcdef";
+            out += "\\u00";
+            out += hex[(c >> 4) & 0xF];
+            out += hex[c & 0xF];
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
+
+/// The largest value of `field` over the ranks of a simulation.
+[[nodiscard]] inline double max_over_ranks(const simulation& sim, double rank_summary::*field) {
+    double m = 0;
+    for (const auto& r : sim.ranks) m = r.*field > m ? r.*field : m;
+    return m;
+}
+
+} // namespace ppsched::cli
