@@ -1,0 +1,23 @@
+#pragma once
+/// \file ppsched.hpp
+/// Everything in ppsched except the fmt formatters (`ppsched/format.hpp`): the vocabulary, every
+/// schedule, every algorithm, the registry and the text formats. Standard library only.
+
+#include "ppsched/action.hpp"
+#include "ppsched/concepts.hpp"
+#include "ppsched/config.hpp"
+#include "ppsched/error.hpp"
+#include "ppsched/generate.hpp"
+#include "ppsched/infer_config.hpp"
+#include "ppsched/order.hpp"
+
+#include "ppsched/algorithms.hpp"
+#include "ppsched/schedules.hpp"
+
+#include "ppsched/algorithms/simulate.hpp"
+#include "ppsched/cost_model.hpp"
+#include "ppsched/registry.hpp"
+
+#include "ppsched/io/cost_json.hpp"
+#include "ppsched/io/csv.hpp"
+#include "ppsched/io/step_table.hpp"
