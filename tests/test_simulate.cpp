@@ -1,4 +1,5 @@
 #include <ppsched/algorithms/add_send_recv.hpp>
+#include <ppsched/algorithms/lower.hpp>
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/io/csv.hpp>
 #include <ppsched/registry.hpp>
@@ -377,6 +378,62 @@ TEST_CASE("1F1B rank r holds at most min(m, p - r) activations, GPipe holds m",
     }
 }
 
+TEST_CASE("GPipe's bubble ratio is (p - 1) / m", "[simulate][formula]") {
+    for (int p : {1, 2, 4, 8})
+        for (int m : {1, 2, 3, 8, 16}) {
+            INFO("p=" << p << " m=" << m);
+            const auto sim = simulate(
+                ppsched::generate<ppsched::gpipe>(config{.ranks = p, .microbatches = m}), f1_b2);
+            CHECK(near(sim.bubble_ratio, (p - 1) / static_cast<double>(m)));
+            CHECK(near(sim.bubble_fraction, (p - 1) / static_cast<double>(m + p - 1)));
+        }
+}
+
+TEST_CASE("Interleaved1F1B rank r holds min(v m, (v - 1) p + 2 (p - 1 - r) + 1) stage activations",
+          "[simulate][formula][memory]") {
+    // PyTorch's warm-up runs (v - 1) p + 2 (p - 1 - r) forwards on rank r before its first
+    // backward; the steady state then adds one more before each backward frees one.
+    for (int p : {1, 2, 3, 4, 8})
+        for (int v : {1, 2, 3, 4})
+            for (int k : {1, 2, 3, 4}) {
+                const int m = k * p;
+                INFO("p=" << p << " v=" << v << " m=" << m);
+                const auto sim = simulate(ppsched::generate<ppsched::interleaved_1f1b>(
+                    config{.ranks = p, .stages_per_rank = v, .microbatches = m}));
+                for (const auto& r : sim.ranks)
+                    CHECK(r.peak_activations ==
+                          std::min(v * m, (v - 1) * p + 2 * (p - 1 - r.rank) + 1));
+            }
+}
+
+TEST_CASE("LoopedBFS takes m(F + B) + (p - 1)(F + B)/v for m >= p and holds every activation",
+          "[simulate][formula][memory]") {
+    for (int p : {1, 2, 3, 4, 8})
+        for (int v : {1, 2, 3, 4})
+            for (int m : {p, p + 1, 2 * p, 3 * p + 1}) {
+                INFO("p=" << p << " v=" << v << " m=" << m);
+                const auto sim = simulate(ppsched::generate<ppsched::looped_bfs>(config{
+                                              .ranks = p, .stages_per_rank = v, .microbatches = m}),
+                                          cost_model::uniform_fb(1.0 / v, 2.0 / v));
+                CHECK(near(sim.makespan, m * 3 + (p - 1) * 3.0 / v));
+                // every stage keeps all m activations until the backward pass reaches it
+                for (const auto& r : sim.ranks) CHECK(r.peak_activations == v * m);
+            }
+}
+
+TEST_CASE("DualPipeV holds 2p + 1 chunk activations per rank, DeepSeek's PP + 1 for PP = 2p",
+          "[simulate][formula][memory][dualpipe_v]") {
+    // DeepSeek's table: DualPipe on PP ranks keeps PP + 1 activations (of one chunk, i.e. one
+    // stage and microbatch); DualPipeV on p ranks is the folded half of DualPipe on 2p.
+    for (int p : {1, 2, 3, 4, 8})
+        for (int m : {2 * p, 2 * p + 1, 3 * p, 4 * p}) {
+            INFO("p=" << p << " m=" << m);
+            const auto sim = simulate(ppsched::generate<ppsched::dualpipe_v>(
+                config{.ranks = p, .stages_per_rank = 2, .microbatches = m}));
+            for (const auto& r : sim.ranks) CHECK(r.peak_activations == 2 * p + 1);
+        }
+}
+
 // DeepSeek's table gives DualPipe's bubble as (PP/2 - 1)(F&B + B - 3W), with F, B (full
 // backward), W and F&B (an overlapped pair) the times of one chunk; DualPipeV on p ranks is
 // the half of DualPipe on 2p, so (p - 1)(F&B + B - 3W). What it measures, made precise here:
@@ -543,6 +600,11 @@ TEST_CASE("every built-in schedule's orders simulate, lowered and not, with equa
                     INFO(ppsched::describe_problem(b));
                     REQUIRE(b);
                     CHECK(near(a.makespan, b.makespan));
+                    // PyTorch's whole lowering (FSDP UNSHARD/RESHARD, REDUCE_GRAD as well).
+                    const auto full = simulate(ppsched::lower(o), f1_b2);
+                    INFO(ppsched::describe_problem(full));
+                    REQUIRE(full);
+                    CHECK(near(a.makespan, full.makespan));
                     // With latency the lowered order can only be slower (receives post late).
                     const auto costs = with_latency(f1_b2, 0.25);
                     CHECK(simulate(ppsched::add_send_recv(o), costs).makespan >=
@@ -556,8 +618,9 @@ TEST_CASE("every built-in schedule's orders simulate, lowered and not, with equa
 }
 
 TEST_CASE("simulation is linear: a large order simulates quickly", "[simulate][performance]") {
-    // 64 ranks x 4 stages x 512 microbatches: about 0.5 M actions (the size PyTorch's lowering
-    // takes seconds on). Only checks completion here; the speed is measured in the benchmark.
+    // 64 ranks x 4 stages x 512 microbatches: 262144 compute actions (the size PyTorch's
+    // lowering takes seconds on), and its lowering (about 790000). Checks completion and the
+    // formula; the speed is reported in docs/simulation.md.
     const auto o = ppsched::generate<ppsched::interleaved_1f1b>(
         config{.ranks = 64, .stages_per_rank = 4, .microbatches = 512});
     const auto sim = simulate(o, f1_b2);
@@ -565,4 +628,7 @@ TEST_CASE("simulation is linear: a large order simulates quickly", "[simulate][p
     CHECK(sim.timeline.size() == o.action_count());
     // Per stage F = 1, B = 2, so per rank F + B = 12: m * 12 + (p - 1) * 12 / v.
     CHECK(near(sim.makespan, 512 * 12 + 63 * 3));
+    const auto lowered = simulate(ppsched::lower(o), f1_b2);
+    REQUIRE(lowered);
+    CHECK(near(lowered.makespan, sim.makespan));
 }
