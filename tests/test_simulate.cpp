@@ -334,10 +334,11 @@ TEST_CASE("GPipe and 1F1B take (m + p - 1)(F + B) with uniform costs and no late
                 const auto costs = cost_model::uniform_fb(f, b);
                 CHECK(near(simulate(ppsched::generate<ppsched::gpipe>(cfg), costs).makespan,
                            expected));
-                if (m >= p)
-                    CHECK(
-                        near(simulate(ppsched::generate<ppsched::one_f_one_b>(cfg), costs).makespan,
-                             expected));
+                if (m >= p) {
+                    const auto sim = simulate(ppsched::generate<ppsched::one_f_one_b>(cfg), costs);
+                    CHECK(near(sim.makespan, expected));
+                    for (const auto& r : sim.ranks) CHECK(near(r.idle, (p - 1) * (f + b)));
+                }
             }
         }
     }
