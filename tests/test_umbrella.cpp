@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -83,4 +84,19 @@ TEST_CASE("the umbrella header is enough to generate, validate and print an orde
     const auto text = ppsched::io::write_csv(order);
     CHECK(ppsched::io::read_csv(text).cfg() == order.cfg());
     CHECK(!ppsched::io::format_step_table(order).empty());
+}
+
+TEST_CASE("docs/reference.md names every public header", "[umbrella][docs]") {
+    std::ifstream in(fs::path(PPSCHED_SOURCE_DIR) / "docs" / "reference.md");
+    REQUIRE(in);
+    const std::string reference{std::istreambuf_iterator<char>(in),
+                                std::istreambuf_iterator<char>()};
+    for (const auto& entry : fs::recursive_directory_iterator(include_dir / "ppsched")) {
+        if (entry.path().extension() != ".hpp") continue;
+        const std::string rel =
+            fs::relative(entry.path(), include_dir / "ppsched").generic_string();
+        if (rel.rfind("detail/", 0) == 0 || rel.find("/detail/") != std::string::npos) continue;
+        INFO("docs/reference.md does not mention " << rel << " (add a line for its API)");
+        CHECK(reference.find(rel) != std::string::npos);
+    }
 }
