@@ -60,9 +60,10 @@ struct megatron_interleaved {
                         "megatron_interleaved: microbatch_group_size (default: ranks) must be in "
                         "[ranks, microbatches] = [",
                         p, ", ", m, "] (got ", g,
-                        "): a rank runs g microbatches on a chunk before starting them on its "
-                        "next chunk, whose input comes from the last rank ranks - 1 steps "
-                        "later; with g < ranks it waits for it (a dependency bubble)");
+                        "): a rank runs g microbatches on one chunk before starting them on its "
+                        "next chunk, which needs the first of them back from the last rank after "
+                        "its trip through all ranks; with g < ranks the rank waits for it (a "
+                        "dependency bubble)");
         PPSCHED_EXPECTS(g <= m,
                         "megatron_interleaved: microbatch_group_size (default: ranks) must be in "
                         "[ranks, microbatches] = [",
