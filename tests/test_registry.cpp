@@ -25,7 +25,7 @@ TEST_CASE("the registry finds schedules by PyTorch's and C++ names, ignoring cas
 
 TEST_CASE("the registry lists every schedule with its constraints", "[registry]") {
     const auto entries = ppsched::builtin_schedules().entries();
-    REQUIRE(entries.size() == 7);
+    REQUIRE(entries.size() == 10); // PyTorch's 7, Megatron's interleaved, 2 overlapped 1F1B
     for (const auto& e : entries) {
         INFO(e.name);
         CHECK(!e.constraints.empty());
@@ -59,7 +59,7 @@ TEST_CASE("the registry rejects unknown names, parameters and unsupported config
                                                   "the valid options are 1F1B (one_f_one_b), "));
     CHECK_THROWS_WITH(reg.generate("1F1B", config{.ranks = 4, .microbatches = 2}),
                       "one_f_one_b: microbatches (2) must be >= ranks (4)");
-    CHECK_THROWS_WITH(reg.generate("gpipe", config{}, {{"microbatch_group_size", "4"}}),
+    CHECK_THROWS_WITH(reg.generate("gpipe", config{}, {.microbatch_group_size = 4}),
                       "gpipe: unknown parameter 'microbatch_group_size' (it takes none)");
     CHECK_THROWS_AS(reg.check("gpipe", config{.ranks = 0}), ppsched::config_error);
 }
@@ -100,7 +100,7 @@ TEST_CASE("a program can register its own schedules, with parameters", "[registr
     e.parameters = {{"group", "microbatches run back to back"}};
     auto group_of = [](const ppsched::schedule_params& params) {
         int g = 1;
-        for (const auto& p : params)
+        for (const auto& p : params.named)
             if (p.name == "group") g = std::stoi(p.value);
         return g;
     };
@@ -114,10 +114,44 @@ TEST_CASE("a program can register its own schedules, with parameters", "[registr
         return ppsched::generate<naive>(cfg);
     };
     reg.add(std::move(e));
-    CHECK(reg.generate("grouped", config{.ranks = 2, .microbatches = 2}, {{"group", "2"}})
-              .action_count() == 8);
-    CHECK_THROWS_WITH(reg.generate("grouped", config{}, {{"group", "0"}}),
+    CHECK(
+        reg.generate("grouped", config{.ranks = 2, .microbatches = 2}, {.named = {{"group", "2"}}})
+            .action_count() == 8);
+    CHECK_THROWS_WITH(reg.generate("grouped", config{}, {.named = {{"group", "0"}}}),
                       "grouped: group must be >= 1 (got 0)");
-    CHECK_THROWS_WITH(reg.generate("grouped", config{}, {{"size", "2"}}),
+    CHECK_THROWS_WITH(reg.generate("grouped", config{}, {.named = {{"size", "2"}}}),
                       "grouped: unknown parameter 'size' (it takes group)");
+}
+
+TEST_CASE("typed parameters reach the schedules that take them and nothing else",
+          "[registry][parameters]") {
+    const auto& reg = ppsched::builtin_schedules();
+    const config cfg{.ranks = 2, .stages_per_rank = 2, .microbatches = 8};
+    // MegatronInterleaved takes microbatch_group_size; unset means ranks.
+    CHECK(reg.generate("MegatronInterleaved", cfg, {.microbatch_group_size = 4}) ==
+          ppsched::generate<ppsched::megatron_interleaved{.microbatch_group_size = 4}>(cfg));
+    CHECK(reg.generate("megatroninterleaved", cfg) ==
+          ppsched::generate<ppsched::megatron_interleaved>(cfg));
+    CHECK_THROWS_WITH(reg.generate("megatron_interleaved", cfg, {.microbatch_group_size = 7}),
+                      Catch::Matchers::StartsWith("megatron_interleaved: microbatches % "
+                                                  "microbatch_group_size must be 0 or >= ranks"));
+    CHECK_THROWS_WITH(reg.check("megatron_interleaved", cfg, {.microbatch_group_size = 1}),
+                      Catch::Matchers::Contains("must be in [ranks, microbatches] = [2, 8]"));
+    // Cost-aware parameters are rejected by schedules that do not plan with costs.
+    CHECK_THROWS_WITH(
+        reg.generate("MegatronInterleaved", cfg, {.costs = ppsched::cost_model::uniform_fb(1, 2)}),
+        "megatron_interleaved: unknown parameter 'costs' (it takes "
+        "microbatch_group_size)");
+    CHECK_THROWS_WITH(
+        reg.generate("1F1B", config{.ranks = 2, .microbatches = 4}, {.memory_limit = 2.0}),
+        "one_f_one_b: unknown parameter 'memory_limit' (it takes none)");
+    REQUIRE(reg.at("MegatronInterleaved").parameters.size() == 1);
+    CHECK(reg.at("MegatronInterleaved").parameters[0].name == "microbatch_group_size");
+    // Aliases are names too, and stay unique.
+    CHECK(reg.find("1F1BOverlap") == reg.find("1f1b_overlap"));
+    CHECK(reg.find("interleavedoverlap") == reg.find("1f1b_interleave_overlap"));
+    ppsched::schedule_registry own;
+    own.add<ppsched::gpipe>({1, "", {"AllForward"}});
+    CHECK(own.find("allforward") != nullptr);
+    CHECK_THROWS_AS(own.add<ppsched::one_f_one_b>({1, "", {"ALLFORWARD"}}), ppsched::config_error);
 }

@@ -36,6 +36,13 @@ bool documented_support(const std::string& name, const ppsched::config& c) {
     if (name == "looped_bfs") return true;
     if (name == "zbv_zero_bubble") return c.stages_per_rank == 2;
     if (name == "dualpipe_v") return c.stages_per_rank == 2 && c.microbatches >= 2 * c.ranks;
+    // Group size ranks (the default): a remainder of microbatches / ranks is below ranks.
+    if (name == "megatron_interleaved")
+        return c.stages_per_rank >= 2 && c.microbatches >= c.ranks && c.microbatches % c.ranks == 0;
+    if (name == "one_f_one_b_overlap")
+        return c.stages_per_rank == 1 && c.microbatches >= 2 * c.ranks - 1;
+    if (name == "interleaved_1f1b_overlap")
+        return c.microbatches % c.ranks == 0 && c.microbatches >= 2 * c.ranks;
     return false;
 }
 } // namespace

@@ -6,35 +6,57 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "ppsched/concepts.hpp"
 #include "ppsched/config.hpp"
+#include "ppsched/cost_model.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/generate.hpp"
 #include "ppsched/order.hpp"
 #include "ppsched/schedules/dualpipe_v.hpp"
 #include "ppsched/schedules/gpipe.hpp"
 #include "ppsched/schedules/interleaved_1f1b.hpp"
+#include "ppsched/schedules/interleaved_1f1b_overlap.hpp"
 #include "ppsched/schedules/interleaved_zero_bubble.hpp"
 #include "ppsched/schedules/looped_bfs.hpp"
+#include "ppsched/schedules/megatron_interleaved.hpp"
 #include "ppsched/schedules/one_f_one_b.hpp"
+#include "ppsched/schedules/one_f_one_b_overlap.hpp"
 #include "ppsched/schedules/zbv_zero_bubble.hpp"
 
 namespace ppsched {
 
-/// A named parameter passed to a parameterised schedule (`microbatch_group_size=4`); the
-/// entry parses the value.
+/// A text parameter of a schedule a program registers itself (`group=4`); the entry parses
+/// the value.
 struct schedule_param {
     std::string name;
     std::string value;
 };
-/// The parameters of one generation request.
-using schedule_params = std::vector<schedule_param>;
+
+/// The parameters of one generation request. Every field is optional: an unset field leaves
+/// the schedule's default, and a schedule rejects a set field it does not take (each entry
+/// lists the names it takes in `schedule_entry::parameters`). Typed fields serve ppsched's own
+/// schedules, so that a tool passes them without knowing which schedule reads what:
+/// `reg.generate("MegatronInterleaved", cfg, {.microbatch_group_size = 4})`.
+struct schedule_params {
+    /// `microbatch_group_size`: consecutive microbatches per chunk (`megatron_interleaved`).
+    std::optional<int> microbatch_group_size = {};
+    /// `costs`: the cost model a cost-aware schedule plans with (none of the built-in ones
+    /// reads it yet; they are cost-independent).
+    std::optional<cost_model> costs = {};
+    /// `memory_limit`: activation memory a rank may hold, in the cost model's units (for
+    /// memory-bounded schedules; none of the built-in ones reads it yet).
+    std::optional<double> memory_limit = {};
+    /// Text parameters of entries a program registers itself, by name.
+    std::vector<schedule_param> named = {};
+};
 
 /// A parameter an entry accepts, for listings and for rejecting unknown ones.
 struct schedule_param_info {
@@ -44,10 +66,11 @@ struct schedule_param_info {
 
 /// One schedule of a registry.
 struct schedule_entry {
-    std::string name;         ///< C++ name (`interleaved_1f1b`)
-    std::string pytorch_name; ///< PyTorch's (or the authors') name (`Interleaved1F1B`)
-    std::string constraints;  ///< one line: what a configuration must satisfy
-    std::string summary;      ///< one line: the idea and its paper
+    std::string name;                 ///< C++ name (`interleaved_1f1b`)
+    std::string pytorch_name;         ///< PyTorch's (or the authors') name (`Interleaved1F1B`)
+    std::string constraints;          ///< one line: what a configuration must satisfy
+    std::string summary;              ///< one line: the idea and its paper
+    std::vector<std::string> aliases; ///< further names it is found by (`1F1BOverlap`)
     stage_placement placement = stage_placement::loop;
     int default_stages_per_rank = 1;             ///< what a tool uses when the user gives none
     std::vector<schedule_param_info> parameters; ///< accepted parameters (most take none)
@@ -61,6 +84,9 @@ struct schedule_entry {
 struct schedule_entry_options {
     int default_stages_per_rank = 1;
     std::string summary;
+    std::vector<std::string> aliases = {};
+    /// The parameters the policy reads (with `add<S>(options, make)`).
+    std::vector<schedule_param_info> parameters = {};
 };
 
 namespace detail {
@@ -80,24 +106,36 @@ namespace detail {
 /// parameterised schedule supplies `parameters` and reads them in `generate`).
 class schedule_registry {
   public:
-    /// Adds a policy type. Throws `config_error` if either name is already taken.
+    /// Adds a policy type. Throws `config_error` if a name is already taken.
     template <schedule S>
     void add(schedule_entry_options options = {}) {
+        add<S>(std::move(options), [](const schedule_params&) { return S{}; });
+    }
+
+    /// Adds a parameterised policy type: `make(params)` builds the configured policy (it may
+    /// reject a value with `config_error`); `options.parameters` names what it reads. Throws
+    /// `config_error` if a name is already taken.
+    template <schedule S, class Make>
+    requires std::is_invocable_r_v<S, const Make&, const schedule_params&>
+    void add(schedule_entry_options options, Make make) {
         schedule_entry e;
         e.name = std::string(S::name);
         e.pytorch_name = std::string(S::pytorch_name);
         e.constraints = std::string(S{}.constraints());
         e.summary = std::move(options.summary);
+        e.aliases = std::move(options.aliases);
         e.placement = S::placement;
         e.default_stages_per_rank = options.default_stages_per_rank;
-        e.check = [](const config& cfg, const schedule_params&) {
+        e.parameters = std::move(options.parameters);
+        e.check = [make](const config& cfg, const schedule_params& params) {
             config c = cfg;
             c.placement = S::placement;
             ppsched::check(c);
-            S{}.check(c);
+            const S policy = make(params);
+            policy.check(c);
         };
-        e.generate = [](const config& cfg, const schedule_params&) {
-            return ppsched::generate<S>(cfg);
+        e.generate = [make](const config& cfg, const schedule_params& params) {
+            return ppsched::generate(make(params), cfg);
         };
         add(std::move(e));
     }
@@ -114,14 +152,21 @@ class schedule_registry {
                         "ppsched::schedule_registry::add: a schedule named '",
                         std::string_view(e.name), "' or '", std::string_view(e.pytorch_name),
                         "' is already registered");
+        for (const auto& alias : e.aliases)
+            PPSCHED_EXPECTS(find(alias) == nullptr,
+                            "ppsched::schedule_registry::add: a schedule named '",
+                            std::string_view(alias), "' is already registered");
         entries_.push_back(std::move(e));
     }
 
-    /// The entry whose C++ or PyTorch name equals `name` ignoring ASCII case, or nullptr.
-    /// Complexity: linear in the number of entries.
+    /// The entry whose C++ name, PyTorch name or an alias equals `name` ignoring ASCII case,
+    /// or nullptr. Complexity: linear in the number of names.
     [[nodiscard]] const schedule_entry* find(std::string_view name) const noexcept {
-        for (const auto& e : entries_)
+        for (const auto& e : entries_) {
             if (detail::iequals(e.name, name) || detail::iequals(e.pytorch_name, name)) return &e;
+            for (const auto& alias : e.aliases)
+                if (detail::iequals(alias, name)) return &e;
+        }
         return nullptr;
     }
 
@@ -159,15 +204,20 @@ class schedule_registry {
 
   private:
     static void check_params(const schedule_entry& e, const schedule_params& params) {
-        for (const auto& p : params) {
+        std::vector<std::string> given;
+        if (params.microbatch_group_size) given.emplace_back("microbatch_group_size");
+        if (params.costs) given.emplace_back("costs");
+        if (params.memory_limit) given.emplace_back("memory_limit");
+        for (const auto& p : params.named) given.push_back(p.name);
+        for (const auto& name : given) {
             bool known = false;
-            for (const auto& info : e.parameters) known = known || info.name == p.name;
+            for (const auto& info : e.parameters) known = known || info.name == name;
             if (known) continue;
             std::string accepted;
             for (const auto& info : e.parameters)
                 accepted += (accepted.empty() ? "" : ", ") + info.name;
             throw config_error(
-                e.name + ": unknown parameter '" + p.name + "' (" +
+                e.name + ": unknown parameter '" + name + "' (" +
                 (accepted.empty() ? std::string("it takes none") : "it takes " + accepted) + ")");
         }
     }
@@ -191,6 +241,26 @@ class schedule_registry {
         r.add<zbv_zero_bubble>({2, "zero-bubble ZB-V on the V placement (Qi et al. ICLR 2024)"});
         r.add<dualpipe_v>({2, "DualPipe cut in half: overlapped forward+backward on the V "
                               "placement (DeepSeek-V3, 2024)"});
+        // Beyond PyTorch: the schedules' own authors (names as in their code).
+        r.add<megatron_interleaved>(
+            {2,
+             "Megatron-LM's interleaved 1F1B with a microbatch group size (Narayanan et al. "
+             "SC 2021)",
+             {},
+             {{"microbatch_group_size", "consecutive microbatches per chunk, in [ranks, "
+                                        "microbatches] (0 or unset: ranks)"}}},
+            [](const schedule_params& params) {
+                return megatron_interleaved{.microbatch_group_size =
+                                                params.microbatch_group_size.value_or(0)};
+            });
+        r.add<one_f_one_b_overlap>({1,
+                                    "1F1B whose steady state overlaps each forward with a "
+                                    "backward (Megatron-LM's combined 1F1B for MoE)",
+                                    {"1F1BOverlap"}});
+        r.add<interleaved_1f1b_overlap>({2,
+                                         "interleaved 1F1B whose steady state overlaps each "
+                                         "forward with a backward (Megatron-LM, MoE)",
+                                         {"InterleavedOverlap"}});
         return r;
     }();
     return registry;
