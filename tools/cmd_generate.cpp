@@ -1,6 +1,7 @@
 // `ppsched generate NAME --ranks P --microbatches M [--stages-per-rank V] [--format csv|table]
-// [--lower]`: prints the compute-only pipeline order of a schedule, or with --lower what a
-// runtime executes (PyTorch's lowering: UNSHARD/RESHARD, REDUCE_GRAD, SEND/RECV).
+// [--lower] [--microbatch-group-size G]`: prints the compute-only pipeline order of a schedule,
+// or with --lower what a runtime executes (PyTorch's lowering: UNSHARD/RESHARD, REDUCE_GRAD,
+// SEND/RECV).
 
 #include <span>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "schedule_options.hpp"
 
 namespace ppsched::cli {
 
@@ -28,6 +30,7 @@ constexpr option generate_options[] = {
      "(PyTorch's step table)"},
     {"--lower", "",
      "print the lowered order a runtime executes (PyTorch's _prepare_schedule_with_comms)"},
+    schedule_param_options[0],
 };
 
 constexpr command_help generate_help{
@@ -76,7 +79,7 @@ int cmd_generate(std::span<const std::string> argv, output& out) {
         throw usage_error("the order would have about " + std::to_string(slots) +
                           " actions; at most " + std::to_string(max_slots) + " are printed");
 
-    order o = builtin_schedules().generate(entry.name, cfg);
+    order o = builtin_schedules().generate(entry.name, cfg, read_schedule_params(a));
     if (a.has("--lower")) o = lower(o);
     out.out = format == "csv" ? io::write_csv(o) : io::format_step_table(o);
     return exit_ok;

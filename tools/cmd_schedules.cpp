@@ -16,7 +16,7 @@ namespace ppsched::cli {
 namespace {
 
 constexpr option schedules_options[] = {
-    {"--long", "", "also print each schedule's idea and paper"},
+    {"--long", "", "also print each schedule's idea and paper, other names and parameters"},
 };
 
 constexpr command_help schedules_help{
@@ -58,7 +58,13 @@ int cmd_schedules(std::span<const std::string> argv, output& out) {
                 line += std::string(width[c] - table[i][c].size() + 2, ' ');
         }
         out.out += line + "\n";
-        if (long_form && i > 0) out.out += "    " + entries[i - 1].summary + "\n";
+        if (long_form && i > 0) {
+            const schedule_entry& e = entries[i - 1];
+            out.out += "    " + e.summary + "\n";
+            for (const std::string& alias : e.aliases) out.out += "    also named " + alias + "\n";
+            for (const schedule_param_info& p : e.parameters)
+                out.out += "    parameter " + p.name + ": " + p.description + "\n";
+        }
     }
     return exit_ok;
 }

@@ -53,3 +53,48 @@ ppsched_cli_test(generate_bad_format 2 STDERR_HAS "--format must be csv or table
                  ARGS generate GPipe --ranks 2 --microbatches 2 --format json)
 ppsched_cli_test(generate_too_large 2 STDERR_HAS "at most"
                  ARGS generate GPipe --ranks 65536 --microbatches 1000000)
+
+# Beyond PyTorch: Megatron-LM's interleaved 1F1B with a group size and the visualizer's
+# overlapped 1F1B, against the authors' own orders.
+set(megatron ${PPSCHED_CONFORMANCE_DIR}/megatron)
+set(overlap ${PPSCHED_CONFORMANCE_DIR}/overlap)
+foreach(name MegatronInterleaved 1f1b_overlap 1f1b_interleave_overlap)
+  ppsched_cli_test(schedules_lists_${name} 0 STDOUT_HAS "${name} " ARGS schedules)
+endforeach()
+ppsched_cli_test(schedules_long_parameters 0 STDOUT_HAS "parameter microbatch_group_size: "
+                 ARGS schedules --long)
+ppsched_cli_test(schedules_long_aliases 0 STDOUT_HAS "also named InterleavedOverlap"
+                 ARGS schedules --long)
+ppsched_cli_test(generate_help_group_size 0 STDOUT_HAS "--microbatch-group-size G"
+                 ARGS generate --help)
+ppsched_cli_test(generate_megatron_group_size 0
+                 STDOUT "same-as:${megatron}/compute/Megatron_pp4_v3_mb16_g16.csv"
+                 ARGS generate MegatronInterleaved --ranks 4 --microbatches 16
+                      --stages-per-rank 3 --microbatch-group-size 16)
+ppsched_cli_test(generate_megatron_default_group_size 0
+                 STDOUT "same-as:${megatron}/compute/Megatron_pp2_v2_mb8_g2.csv"
+                 ARGS generate megatroninterleaved --ranks 2 --microbatches 8)
+ppsched_cli_test(generate_megatron_remainder 2
+                 STDERR_HAS "megatron_interleaved: microbatches % microbatch_group_size must be 0 or >= ranks (got 8 % 7 = 1 with 2 ranks)"
+                 ARGS generate MegatronInterleaved --ranks 2 --microbatches 8
+                      --microbatch-group-size 7)
+ppsched_cli_test(generate_megatron_group_range 2
+                 STDERR_HAS "must be in [ranks, microbatches] = [4, 8] (got 3)"
+                 ARGS generate MegatronInterleaved --ranks 4 --microbatches 8
+                      --microbatch-group-size 3)
+ppsched_cli_test(generate_group_size_not_taken 2
+                 STDERR_HAS "gpipe: unknown parameter 'microbatch_group_size' (it takes none)"
+                 ARGS generate GPipe --ranks 2 --microbatches 4 --microbatch-group-size 2)
+ppsched_cli_test(generate_group_size_not_a_number 2
+                 STDERR_HAS "--microbatch-group-size expects an integer"
+                 ARGS generate MegatronInterleaved --ranks 2 --microbatches 4
+                      --microbatch-group-size two)
+ppsched_cli_test(generate_1f1b_overlap 0
+                 STDOUT "same-as:${overlap}/compute/1f1b_overlap_pp4_mb8_v1_p2p0.csv"
+                 ARGS generate 1F1BOverlap --ranks 4 --microbatches 8)
+ppsched_cli_test(generate_interleaved_overlap 0
+                 STDOUT "same-as:${overlap}/compute/1f1b_interleave_overlap_pp4_mb16_v2_p2p0.csv"
+                 ARGS generate 1f1b_interleave_overlap --ranks 4 --microbatches 16)
+ppsched_cli_test(generate_interleaved_overlap_deadlock 2
+                 STDERR_HAS "interleaved_1f1b_overlap: microbatches (6) must be a multiple of ranks (4)"
+                 ARGS generate InterleavedOverlap --ranks 4 --microbatches 6)
