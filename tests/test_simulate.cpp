@@ -94,6 +94,22 @@ TEST_CASE("a 2-rank 1F1B takes (m + p - 1)(F + B) with F = 1, B = 2, at compile 
     STATIC_REQUIRE(simulate(two_rank_1f1b(), with_latency(f1_b2, 0.5)).makespan == 10);
 }
 
+TEST_CASE("generated schedules simulate at compile time", "[simulate][constexpr]") {
+    // (m + p - 1)(F + B) and m(F + B) + (p - 1)(F + B)/v, as in docs/simulation.md.
+    STATIC_REQUIRE(
+        simulate(ppsched::generate<ppsched::one_f_one_b>(config{.ranks = 4, .microbatches = 8}),
+                 f1_b2)
+            .makespan == 33);
+    STATIC_REQUIRE(simulate(ppsched::generate<ppsched::interleaved_1f1b>(
+                                config{.ranks = 4, .stages_per_rank = 2, .microbatches = 8}),
+                            cost_model::uniform_fb(0.5, 1))
+                       .makespan == 8 * 3 + 3 * 3 / 2.0);
+    STATIC_REQUIRE(simulate(ppsched::lower(ppsched::generate<ppsched::one_f_one_b>(
+                                config{.ranks = 2, .microbatches = 4})),
+                            f1_b2)
+                       .makespan == 15);
+}
+
 TEST_CASE("the 2-rank 1F1B timeline, busy, idle, bubble and memory are as derived by hand",
           "[simulate]") {
     const auto sim = simulate(two_rank_1f1b(), f1_b2);
