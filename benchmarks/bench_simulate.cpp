@@ -1,0 +1,54 @@
+// The simulators: simulate_steps (PyTorch's unit steps, on the lowered order), add_spacing
+// (the visualizer's spacing, on the compute-only order) and the timed simulate (on both).
+
+#include <ppsched/algorithms/add_spacing.hpp>
+#include <ppsched/algorithms/simulate.hpp>
+#include <ppsched/algorithms/simulate_steps.hpp>
+
+#include "support.hpp"
+
+namespace ppsched::bench {
+namespace {
+
+void steps(benchmark::State& state, workload& w) {
+    const order& in = w.lowered();
+    for (auto _ : state) {
+        auto sim = simulate_steps(in);
+        benchmark::DoNotOptimize(sim);
+    }
+    finish(state, in.action_count(), [&] { return simulate_steps(in); });
+}
+
+void spacing(benchmark::State& state, workload& w) {
+    for (auto _ : state) {
+        order o = add_spacing(w.compute);
+        benchmark::DoNotOptimize(o);
+    }
+    finish(state, w.compute_actions, [&] { return add_spacing(w.compute); });
+}
+
+void run_simulate(benchmark::State& state, const order& in) {
+    if (!simulate(in)) {
+        state.SkipWithError("the input order does not simulate");
+        return;
+    }
+    for (auto _ : state) {
+        auto sim = simulate(in);
+        benchmark::DoNotOptimize(sim);
+    }
+    finish(state, in.action_count(), [&] { return simulate(in); });
+}
+
+void timed_compute(benchmark::State& state, workload& w) { run_simulate(state, w.compute); }
+void timed_lowered(benchmark::State& state, workload& w) { run_simulate(state, w.lowered()); }
+
+} // namespace
+
+std::vector<algorithm> simulate_benchmarks() {
+    return {{"simulate_steps", steps},
+            {"add_spacing", spacing},
+            {"simulate", timed_compute},
+            {"simulate_lowered", timed_lowered}};
+}
+
+} // namespace ppsched::bench
