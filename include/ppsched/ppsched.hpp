@@ -16,6 +16,7 @@
 
 #include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/cost_model.hpp"
+#include "ppsched/execute.hpp"
 #include "ppsched/registry.hpp"
 
 #include "ppsched/io/cost_json.hpp"
