@@ -149,8 +149,10 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         bool any = false;
         for (int v = v_min; v <= v_max; ++v) {
             const config cfg{.ranks = p, .stages_per_rank = v, .microbatches = m};
+            const cost_model split = split_over_stages(costs, v);
+            const schedule_params params = with_costs(e, {}, split);
             try {
-                e.check(cfg, {});
+                e.check(cfg, params);
             } catch (const config_error& err) {
                 // Prefer the reason for the schedule's own default V (the most telling one).
                 if (first_reason.empty() || v == e.default_stages_per_rank)
@@ -161,9 +163,9 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
                 if (first_reason.empty()) first_reason = "more actions than --max-actions";
                 continue;
             }
-            order o = e.generate(cfg, {});
+            order o = e.generate(cfg, params);
             if (a.has("--lower")) o = lower(o);
-            result r{&e, v, simulate(o, split_over_stages(costs, v)), 0, 0};
+            result r{&e, v, simulate(o, split), 0, 0};
             if (!r.sim) {
                 if (first_reason.empty()) first_reason = describe_problem(r.sim);
                 continue;

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -15,6 +16,7 @@
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/cost_model.hpp>
 #include <ppsched/io/cost_json.hpp>
+#include <ppsched/registry.hpp>
 
 #include "cli.hpp"
 
@@ -37,14 +39,32 @@ inline constexpr std::array<option, 13> cost_option_list{{
     {"--i-frees", "X", "fraction of the activation memory I frees; W frees the rest (default 0)"},
 }};
 
-/// A command's own options followed by the cost options.
-template <std::size_t N>
-[[nodiscard]] constexpr std::array<option, N + cost_option_list.size()>
-with_cost_options(const std::array<option, N>& own) {
-    std::array<option, N + cost_option_list.size()> all{};
-    for (std::size_t i = 0; i < N; ++i) all[i] = own[i];
-    for (std::size_t i = 0; i < cost_option_list.size(); ++i) all[N + i] = cost_option_list[i];
+/// A command's own options, then `extra` (e.g. `schedule_param_options`), then the cost
+/// options.
+template <std::size_t N, std::size_t K = 0>
+[[nodiscard]] constexpr std::array<option, N + K + cost_option_list.size()>
+with_cost_options(const std::array<option, N>& own, std::span<const option, K> extra = {}) {
+    std::array<option, N + K + cost_option_list.size()> all{};
+    std::size_t at = 0;
+    for (const option& o : own) all[at++] = o;
+    for (const option& o : extra) all[at++] = o;
+    for (const option& o : cost_option_list) all[at++] = o;
     return all;
+}
+
+/// True when schedule `e` takes the parameter `name` (`costs`, `memory_limit`, ...).
+[[nodiscard]] inline bool takes_parameter(const schedule_entry& e, std::string_view name) {
+    for (const auto& p : e.parameters)
+        if (p.name == name) return true;
+    return false;
+}
+
+/// `params` plus the cost model, for a schedule that plans with one (cost-aware schedules
+/// should plan with the costs they are then timed with).
+[[nodiscard]] inline schedule_params with_costs(const schedule_entry& e, schedule_params params,
+                                                const cost_model& costs) {
+    if (takes_parameter(e, "costs")) params.costs = costs;
+    return params;
 }
 
 /// Parses a non-negative number given to option `what`.
