@@ -1,0 +1,501 @@
+// mpi_pipeline: runs ppsched's lowered schedules for real, with MPI, and checks that the loss
+// and every weight gradient equal a single-process reference bit for bit.
+//
+//   mpirun -np 2P mpi_pipeline --schedule NAME [--config M[,V]]... [options]
+//   mpirun -np 2P mpi_pipeline --csv FILE... [options]
+//
+// The 2P processes form P pipeline ranks x 2 data-parallel replicas. For every configuration
+// and lowering variant each process generates (or reads) the compute order, lowers it,
+// validates it (an order that can deadlock never runs), executes its own row with
+// `ppsched::execute` and MPI handlers (mpi_handlers.hpp), and compares its results with the
+// reference. Exit status: 0 when every run matched (or was rejected as `--expect invalid`
+// asks), 1 on a mismatch or an unexpected validation result, 77 when the schedule is not in
+// this build's registry; an execution error (a failed or timed-out wait) aborts the job.
+//
+// Options:
+//   --variants LIST   lowerings to run, comma separated (default fsdp,ddp,fsdp1,merge):
+//                     fsdp = PyTorch's default (UNSHARD/RESHARD with prefetch 3, REDUCE_GRAD);
+//                     ddp = no UNSHARD/RESHARD (replicated parameters); fsdp1 = prefetch 1;
+//                     merge = fsdp after fusing adjacent I+W into B
+//   --timeout SEC     deadline of every wait (default 30)
+//   --mutate KIND     break the lowered order first: drop-send (remove rank 0's first SEND) or
+//                     deadlock (move rank 0's first backward, with its RECV_B, before the SEND
+//                     its peer needs to produce that gradient)
+//   --expect invalid  succeed only when validation rejects every run
+//   --no-validate     execute even an invalid order (to show the executor's own errors)
+//   --hang W:STEP     world rank W stops responding at step STEP of its program
+//   --exit W:STEP     world rank W dies (exits without MPI_Finalize) at step STEP
+//   --accumulate reverse  sum each stage's microbatch gradients last to first (to show that
+//                     the bitwise comparison notices a different summation order)
+
+#include <mpi.h>
+
+#include <ppsched/algorithms/lower.hpp>
+#include <ppsched/algorithms/validate.hpp>
+#include <ppsched/execute.hpp>
+#include <ppsched/infer_config.hpp>
+#include <ppsched/io/csv.hpp>
+#include <ppsched/registry.hpp>
+
+#include "model.hpp"
+#include "mpi_handlers.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using namespace mpi_pipeline;
+
+struct options {
+    std::string schedule;
+    std::vector<std::string> csv_files;
+    std::vector<std::pair<int, int>> configs; // (microbatches, stages per rank or 0)
+    std::vector<std::string> variants{"fsdp", "ddp", "fsdp1", "merge"};
+    std::string mutate;
+    bool expect_invalid = false;
+    bool validate = true;
+    run_settings settings;
+};
+
+/// One run: an order to execute and how to lower it.
+struct job {
+    std::string name; // for messages
+    ppsched::order compute;
+    std::string variant;
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+    throw std::invalid_argument("mpi_pipeline: " + message);
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+    std::vector<std::string> out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, sep)) out.push_back(item);
+    return out;
+}
+
+int to_int(const std::string& text, const std::string& what) {
+    try {
+        std::size_t used = 0;
+        const int v = std::stoi(text, &used);
+        if (used == text.size()) return v;
+    } catch (const std::exception&) {}
+    usage_error(what + ": expected an integer, got '" + text + "'");
+}
+
+std::pair<int, int> rank_and_step(const std::string& text, const std::string& what) {
+    const auto parts = split(text, ':');
+    if (parts.size() != 2) usage_error(what + ": expected W:STEP, got '" + text + "'");
+    return {to_int(parts[0], what), to_int(parts[1], what)};
+}
+
+options parse(int argc, char** argv) {
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage_error(arg + " needs a value");
+            return argv[++i];
+        };
+        if (arg == "--schedule")
+            o.schedule = value();
+        else if (arg == "--csv")
+            o.csv_files.push_back(value());
+        else if (arg == "--config") {
+            const auto parts = split(value(), ',');
+            if (parts.empty() || parts.size() > 2) usage_error("--config: expected M or M,V");
+            o.configs.emplace_back(to_int(parts[0], "--config"),
+                                   parts.size() == 2 ? to_int(parts[1], "--config") : 0);
+        } else if (arg == "--variants")
+            o.variants = split(value(), ',');
+        else if (arg == "--timeout")
+            o.settings.timeout_seconds = std::stod(value());
+        else if (arg == "--mutate")
+            o.mutate = value();
+        else if (arg == "--expect") {
+            if (value() != "invalid") usage_error("--expect takes 'invalid'");
+            o.expect_invalid = true;
+        } else if (arg == "--no-validate")
+            o.validate = false;
+        else if (arg == "--hang") {
+            std::tie(o.settings.hang_rank, o.settings.hang_step) = rank_and_step(value(), arg);
+        } else if (arg == "--exit") {
+            std::tie(o.settings.exit_rank, o.settings.exit_step) = rank_and_step(value(), arg);
+        } else if (arg == "--accumulate") {
+            if (value() != "reverse") usage_error("--accumulate takes 'reverse'");
+            o.settings.reverse_accumulation = true;
+        } else
+            usage_error("unknown option '" + arg + "'");
+    }
+    if (o.schedule.empty() == o.csv_files.empty())
+        usage_error("give either --schedule NAME or --csv FILE...");
+    for (const auto& v : o.variants)
+        if (v != "fsdp" && v != "ddp" && v != "fsdp1" && v != "merge")
+            usage_error("unknown variant '" + v + "'");
+    if (o.mutate != "" && o.mutate != "drop-send" && o.mutate != "deadlock")
+        usage_error("--mutate takes drop-send or deadlock");
+    return o;
+}
+
+ppsched::lower_options lowering(const std::string& variant) {
+    if (variant == "ddp") return {.unshard_reshard = false};
+    if (variant == "fsdp1") return {.prefetch = 1};
+    if (variant == "merge") return {.merge_bw = true};
+    return {};
+}
+
+// ---- breaking an order on purpose ----------------------------------------------------------
+
+std::ptrdiff_t position(const ppsched::rank_slots& row, const ppsched::action& a) {
+    for (std::size_t i = 0; i < row.size(); ++i)
+        if (row[i] && *row[i] == a) return static_cast<std::ptrdiff_t>(i);
+    return -1;
+}
+
+/// Removes the first SEND of the lowest rank that has one: its peer then waits forever.
+void drop_first_send(ppsched::order& o) {
+    for (auto& row : o)
+        for (std::size_t i = 0; i < row.size(); ++i)
+            if (row[i] && ppsched::is_send(row[i]->kind())) {
+                row.erase(row.begin() + static_cast<std::ptrdiff_t>(i));
+                return;
+            }
+}
+
+/// Rank 0 waits for the gradient of its first sent microbatch before sending the activation
+/// the peer needs to produce it: a wait-for cycle between the two ranks.
+void make_deadlock(ppsched::order& o) {
+    auto& row = o[0];
+    for (std::size_t i = 0; i < row.size(); ++i) {
+        if (!row[i] || row[i]->kind() != ppsched::action_kind::send_f) continue;
+        const int s = row[i]->stage(), mb = row[i]->microbatch();
+        const auto recv = position(row, ppsched::action::recv_b(s, mb));
+        auto back = position(row, ppsched::action::full_backward(s, mb));
+        if (back < 0) back = position(row, ppsched::action::backward_input(s, mb));
+        if (recv < 0 || back < 0) continue;
+        const ppsched::slot r = row[static_cast<std::size_t>(recv)];
+        const ppsched::slot b = row[static_cast<std::size_t>(back)];
+        row.erase(row.begin() + std::max(recv, back));
+        row.erase(row.begin() + std::min(recv, back));
+        row.insert(row.begin() + static_cast<std::ptrdiff_t>(i), {r, b});
+        return;
+    }
+    throw std::runtime_error("--mutate deadlock: no SEND_F with its backward on rank 0");
+}
+
+// ---- the single-process reference ----------------------------------------------------------
+
+struct reference_result {
+    std::vector<std::vector<double>> gradients; // per stage, averaged over the replicas
+    std::vector<std::vector<double>> losses;    // [replica][microbatch]
+    double loss = 0;                            // the iteration's loss
+};
+
+/// The first stage microbatch `mb` enters (where the order runs its forward on a stage with
+/// no previous stage): the stages then follow `cfg.next_stage`.
+std::vector<int> entry_stages(const ppsched::order& compute) {
+    const ppsched::config& cfg = compute.cfg();
+    std::vector<int> entry(static_cast<std::size_t>(cfg.microbatches), -1);
+    for (const auto& row : compute)
+        for (const auto& s : row) {
+            if (!s) continue;
+            const ppsched::action f = s->is_overlap() ? s->forward_part() : *s;
+            if (f.kind() == ppsched::action_kind::forward && cfg.previous_stage(f.stage()) < 0)
+                entry[static_cast<std::size_t>(f.microbatch())] = f.stage();
+        }
+    for (std::size_t mb = 0; mb < entry.size(); ++mb)
+        if (entry[mb] < 0)
+            throw std::runtime_error("microbatch " + std::to_string(mb) +
+                                     " never enters a pipeline");
+    return entry;
+}
+
+/// The same arithmetic as the distributed run, in one process: per replica and microbatch a
+/// forward through the stages, the loss, then the input and weight backwards in reverse.
+reference_result reference(const ppsched::order& compute) {
+    const ppsched::config& cfg = compute.cfg();
+    const auto stages = static_cast<std::size_t>(cfg.num_stages());
+    const auto mbs = static_cast<std::size_t>(cfg.microbatches);
+    const std::vector<int> entry = entry_stages(compute);
+    std::vector<std::vector<double>> params(stages);
+    for (std::size_t s = 0; s < stages; ++s) params[s] = initial_parameters(static_cast<int>(s));
+
+    reference_result out;
+    std::vector<std::vector<std::vector<double>>> per_replica(2);
+    for (int replica = 0; replica < 2; ++replica) {
+        std::vector<std::vector<std::optional<std::vector<double>>>> contributions(
+            stages, std::vector<std::optional<std::vector<double>>>(mbs));
+        std::vector<double> losses(mbs);
+        for (std::size_t mb = 0; mb < mbs; ++mb) {
+            std::vector<int> chain;
+            for (int s = entry[mb]; s >= 0; s = cfg.next_stage(s)) chain.push_back(s);
+            std::vector<saved_activations> saved(chain.size());
+            std::vector<double> x = input_of(replica, static_cast<int>(mb));
+            for (std::size_t k = 0; k < chain.size(); ++k)
+                x = stage_forward(params[static_cast<std::size_t>(chain[k])].data(), std::move(x),
+                                  saved[k]);
+            const std::vector<double> t = target_of(replica, static_cast<int>(mb));
+            losses[mb] = microbatch_loss(x, t);
+            std::vector<double> g = loss_gradient(x, t, cfg.microbatches);
+            for (std::size_t k = chain.size(); k-- > 0;) {
+                const auto s = static_cast<std::size_t>(chain[k]);
+                g = stage_backward_input(params[s].data(), std::move(g), saved[k]);
+                contributions[s][mb] = stage_backward_weight(saved[k]);
+            }
+        }
+        for (std::size_t s = 0; s < stages; ++s)
+            per_replica[static_cast<std::size_t>(replica)].push_back(
+                sum_in_microbatch_order(contributions[s]));
+        out.losses.push_back(std::move(losses));
+    }
+    for (std::size_t s = 0; s < stages; ++s) {
+        std::vector<double> g(static_cast<std::size_t>(stage_params));
+        for (std::size_t k = 0; k < g.size(); ++k)
+            g[k] = average_of_two(per_replica[0][s][k], per_replica[1][s][k]);
+        out.gradients.push_back(std::move(g));
+    }
+    out.loss = average_of_two(replica_loss(out.losses[0]), replica_loss(out.losses[1]));
+    return out;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// ---- the distributed run -----------------------------------------------------------------------
+
+/// A collective on all processes, waited with the deadline (a dead peer must not hang us).
+void all_sum(std::vector<double>& values, MPI_Comm comm, const run_settings& settings,
+             const char* what) {
+    std::vector<double> in = values;
+    MPI_Request req;
+    check_mpi(MPI_Iallreduce(in.data(), values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
+                             MPI_SUM, comm, &req),
+              what);
+    const auto r = poll(req, settings.timeout_seconds, what);
+    if (!r) throw std::runtime_error(r.message);
+}
+
+struct run_outcome {
+    bool ran = false;
+    bool passed = false;
+    std::string line;
+};
+
+run_outcome run(const job& j, const options& opt, const process_grid& world_grid) {
+    const ppsched::config& cfg = j.compute.cfg();
+    ppsched::order lowered = ppsched::lower(j.compute, lowering(j.variant));
+    if (opt.mutate == "drop-send") drop_first_send(lowered);
+    if (opt.mutate == "deadlock") make_deadlock(lowered);
+    const std::string title = j.name + " [" + j.variant + "]";
+
+    run_outcome out;
+    if (opt.validate) {
+        // Every process validates the same order, so all of them agree without talking.
+        const ppsched::validation_report report = ppsched::validate(lowered);
+        if (!report) {
+            out.passed = opt.expect_invalid;
+            std::string first = ppsched::describe(report[0]);
+            out.line = std::string(opt.expect_invalid ? "ok   " : "FAIL ") + title +
+                       ": rejected by validation before running (" + std::to_string(report.size()) +
+                       " violations): " + first;
+            if (!opt.expect_invalid && world_grid.world_rank == 0)
+                std::fprintf(stderr, "%s\n", ppsched::format_report(lowered, report).c_str());
+            return out;
+        }
+        if (opt.expect_invalid) {
+            out.line = "FAIL " + title + ": validation accepted an order expected to be invalid";
+            return out;
+        }
+    }
+
+    const reference_result ref = reference(j.compute);
+    // Fresh communicators per run, so no message of one run can match a receive of the next.
+    process_grid grid = world_grid;
+    check_mpi(MPI_Comm_dup(world_grid.pipeline, &grid.pipeline), "MPI_Comm_dup");
+    check_mpi(MPI_Comm_dup(world_grid.replicas, &grid.replicas), "MPI_Comm_dup");
+    const auto& program = lowered[static_cast<std::size_t>(grid.pipeline_rank)];
+    mpi_handlers handlers(cfg, program, grid, opt.settings);
+
+    const auto t0 = std::chrono::steady_clock::now();
+    const ppsched::execution_stats stats = ppsched::execute(lowered, grid.pipeline_rank, handlers);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    out.ran = true;
+
+    // Compare this process's stages, then the losses gathered from wherever they were computed.
+    double mismatches = 0;
+    std::string first_mismatch;
+    auto mismatch = [&](const std::string& what) {
+        if (first_mismatch.empty()) first_mismatch = what;
+        mismatches += 1;
+    };
+    for (const stage_state& st : handlers.stages()) {
+        if (!st.reduced) {
+            mismatch("stage " + std::to_string(st.stage) + " was never reduced");
+            continue;
+        }
+        if (st.fsdp && !st.full.empty())
+            mismatch("stage " + std::to_string(st.stage) + " is still unsharded at the end");
+        const auto& want = ref.gradients[static_cast<std::size_t>(st.stage)];
+        for (std::size_t k = 0; k < want.size(); ++k)
+            if (!same_bits(average_from_sum(st.reduce_out[k]), want[k])) {
+                char text[160];
+                std::snprintf(text, sizeof text, "stage %d gradient %zu: %.17g != reference %.17g",
+                              st.stage, k, average_from_sum(st.reduce_out[k]), want[k]);
+                mismatch(text);
+                break;
+            }
+    }
+    const auto mbs = static_cast<std::size_t>(cfg.microbatches);
+    std::vector<double> losses(2 * mbs, 0.0);
+    for (std::size_t mb = 0; mb < mbs; ++mb)
+        if (handlers.losses()[mb])
+            losses[static_cast<std::size_t>(grid.replica) * mbs + mb] = *handlers.losses()[mb];
+    all_sum(losses, MPI_COMM_WORLD, opt.settings, "gathering the losses");
+    std::vector<std::vector<double>> by_replica(2);
+    for (std::size_t r = 0; r < 2; ++r) {
+        by_replica[r].assign(losses.begin() + static_cast<std::ptrdiff_t>(r * mbs),
+                             losses.begin() + static_cast<std::ptrdiff_t>((r + 1) * mbs));
+        for (std::size_t mb = 0; mb < mbs; ++mb)
+            if (!same_bits(by_replica[r][mb], ref.losses[r][mb]))
+                mismatch("loss of replica " + std::to_string(r) + " microbatch " +
+                         std::to_string(mb) + " differs");
+    }
+    const double loss = average_of_two(replica_loss(by_replica[0]), replica_loss(by_replica[1]));
+    if (!same_bits(loss, ref.loss)) mismatch("the iteration's loss differs");
+
+    std::vector<double> totals{mismatches, ms, static_cast<double>(stats.actions),
+                               static_cast<double>(stats.local_handovers)};
+    all_sum(totals, MPI_COMM_WORLD, opt.settings, "counting mismatches");
+    if (mismatches > 0)
+        std::fprintf(stderr, "[world rank %d] %s: %s\n", grid.world_rank, title.c_str(),
+                     first_mismatch.c_str());
+    MPI_Comm_free(&grid.pipeline);
+    MPI_Comm_free(&grid.replicas);
+
+    out.passed = totals[0] == 0;
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "%s %s: loss %.12f %s reference; %d stage gradients x %d values %s; "
+                  "%.0f actions, %.0f local hand-overs over %d processes; rank 0 ran in %.2f ms",
+                  out.passed ? "ok  " : "FAIL", title.c_str(), loss, out.passed ? "==" : "vs",
+                  cfg.num_stages(), stage_params, out.passed ? "bitwise equal" : "DIFFER",
+                  totals[2], totals[3], 2 * cfg.ranks, ms);
+    out.line = text;
+    return out;
+}
+
+/// The orders to run: a schedule at the given configurations, or CSV files.
+std::vector<job> jobs_of(const options& opt, int pipeline_ranks) {
+    std::vector<ppsched::order> orders;
+    std::vector<std::string> names;
+    if (!opt.schedule.empty()) {
+        const auto& reg = ppsched::builtin_schedules();
+        const ppsched::schedule_entry& e = reg.at(opt.schedule);
+        auto configs = opt.configs;
+        if (configs.empty()) configs.emplace_back(2 * pipeline_ranks, 0);
+        for (const auto& [m, v] : configs) {
+            const ppsched::config cfg{.ranks = pipeline_ranks,
+                                      .stages_per_rank = v > 0 ? v : e.default_stages_per_rank,
+                                      .microbatches = m,
+                                      .placement = e.placement};
+            orders.push_back(reg.generate(e.name, cfg));
+            names.push_back(e.name + " ranks=" + std::to_string(cfg.ranks) +
+                            " mb=" + std::to_string(cfg.microbatches) +
+                            " spr=" + std::to_string(cfg.stages_per_rank) + " " +
+                            std::string(ppsched::to_string_view(orders.back().cfg().placement)));
+        }
+    }
+    for (const auto& file : opt.csv_files) {
+        ppsched::order o = ppsched::io::read_csv_file(file);
+        if (o.cfg().ranks != pipeline_ranks)
+            usage_error(file + " has " + std::to_string(o.cfg().ranks) +
+                        " ranks; run it with 2 x that many processes");
+        names.push_back(std::filesystem::path(file).filename().string() + " (" +
+                        std::string(ppsched::to_string_view(o.cfg().placement)) + ")");
+        orders.push_back(std::move(o));
+    }
+    std::vector<job> out;
+    for (std::size_t i = 0; i < orders.size(); ++i)
+        for (const auto& v : opt.variants) out.push_back({names[i], orders[i], v});
+    return out;
+}
+
+int main_body(int argc, char** argv, process_grid& grid, int world_size) {
+    const options opt = parse(argc, argv);
+    if (world_size % 2 != 0) usage_error("run with an even number of processes (2 replicas)");
+    const int pipeline_ranks = world_size / 2;
+    if (!opt.schedule.empty() && ppsched::builtin_schedules().find(opt.schedule) == nullptr) {
+        if (grid.world_rank == 0)
+            std::printf("mpi_pipeline: schedule '%s' is not in this build's registry: skipped\n",
+                        opt.schedule.c_str());
+        return 77;
+    }
+    grid.replica = grid.world_rank / pipeline_ranks;
+    grid.pipeline_rank = grid.world_rank % pipeline_ranks;
+    check_mpi(MPI_Comm_split(MPI_COMM_WORLD, grid.replica, grid.pipeline_rank, &grid.pipeline),
+              "MPI_Comm_split");
+    check_mpi(MPI_Comm_split(MPI_COMM_WORLD, grid.pipeline_rank, grid.replica, &grid.replicas),
+              "MPI_Comm_split");
+
+    const auto t0 = std::chrono::steady_clock::now();
+    int passed = 0, failed = 0;
+    for (const job& j : jobs_of(opt, pipeline_ranks)) {
+        const run_outcome r = run(j, opt, grid);
+        (r.passed ? passed : failed) += 1;
+        if (grid.world_rank == 0) std::printf("%s\n", r.line.c_str());
+        std::fflush(stdout);
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (grid.world_rank == 0)
+        std::printf("mpi_pipeline: %d runs passed, %d failed (%d processes = %d pipeline ranks x "
+                    "2 replicas, %.2f s)\n",
+                    passed, failed, world_size, pipeline_ranks, seconds);
+    MPI_Comm_free(&grid.pipeline);
+    MPI_Comm_free(&grid.replicas);
+    return failed == 0 ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    MPI_Init(&argc, &argv);
+    // Errors come back as codes (turned into failed waits), instead of aborting inside MPI.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    process_grid grid;
+    int world_size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &grid.world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    int status = 0;
+    try {
+        status = main_body(argc, argv, grid, world_size);
+    } catch (const ppsched::execution_error& e) {
+        // A failed or timed-out wait, or a broken program: this process cannot go on, and its
+        // peers would wait for it, so end the whole job now.
+        std::fprintf(stderr, "[world rank %d] execution error: %s\n", grid.world_rank, e.what());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    } catch (const std::invalid_argument& e) {
+        if (grid.world_rank == 0) std::fprintf(stderr, "%s\n", e.what());
+        status = 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "[world rank %d] error: %s\n", grid.world_rank, e.what());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    MPI_Finalize();
+    return status;
+}
