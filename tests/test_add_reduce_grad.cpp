@@ -38,3 +38,17 @@ TEST_CASE("add_reduce_grad works in constant expressions", "[add_reduce_grad][co
     STATIC_REQUIRE(ppsched::add_reduce_grad(order_of(cfg, {"0F0,,0I0,0W0", "1F0,1B0"})) ==
                    order_of(cfg, {"0F0,0I0,0W0,0REDUCE_GRAD", "1F0,1B0,1REDUCE_GRAD"}));
 }
+
+TEST_CASE("add_reduce_grad counts only the microbatches of a stage's direction",
+          "[add_reduce_grad][dual]") {
+    // Two pipelines: stages 0-1 run microbatch 0, stages 2-3 (stage 2 on rank 1) microbatch 1.
+    // Each stage's gradient is complete after its single backward.
+    constexpr config cfg{.ranks = 2,
+                         .stages_per_rank = 2,
+                         .microbatches = 2,
+                         .placement = ppsched::stage_placement::dual};
+    STATIC_REQUIRE(
+        ppsched::add_reduce_grad(order_of(cfg, {"0F0,3F1,3B1,0B0", "2F1,1F0,1B0,2B1"})) ==
+        order_of(cfg, {"0F0,3F1,3B1,3REDUCE_GRAD,0B0,0REDUCE_GRAD",
+                       "2F1,1F0,1B0,1REDUCE_GRAD,2B1,2REDUCE_GRAD"}));
+}

@@ -23,6 +23,7 @@ TEST_CASE("every schedule validates at compile time through the umbrella header"
     STATIC_REQUIRE(ppsched::validate(ppsched::generate<ppsched::interleaved_zero_bubble>(cfg)));
     STATIC_REQUIRE(ppsched::validate(ppsched::generate<ppsched::zbv_zero_bubble>(cfg)));
     STATIC_REQUIRE(ppsched::validate(ppsched::generate<ppsched::dualpipe_v>(cfg)));
+    STATIC_REQUIRE(ppsched::validate(ppsched::generate<ppsched::dualpipe>(cfg)));
 }
 
 namespace {
@@ -36,6 +37,9 @@ bool documented_support(const std::string& name, const ppsched::config& c) {
     if (name == "looped_bfs") return true;
     if (name == "zbv_zero_bubble") return c.stages_per_rank == 2;
     if (name == "dualpipe_v") return c.stages_per_rank == 2 && c.microbatches >= 2 * c.ranks;
+    if (name == "dualpipe")
+        return c.stages_per_rank == 2 && c.ranks % 2 == 0 && c.microbatches % 2 == 0 &&
+               c.microbatches >= 2 * c.ranks;
     // Group size ranks (the default): a remainder of microbatches / ranks is below ranks.
     if (name == "megatron_interleaved")
         return c.stages_per_rank >= 2 && c.microbatches >= c.ranks && c.microbatches % c.ranks == 0;

@@ -21,11 +21,14 @@ namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 9> simulate_own_options{{
+constexpr std::array<option, 10> simulate_own_options{{
     {"--ranks", "P", "pipeline ranks (required with NAME)"},
     {"--microbatches", "M", "microbatches per iteration (required with NAME)"},
     {"--stages-per-rank", "V", "stages per rank (default: the schedule's)"},
     {"--csv", "FILE", "simulate the order in FILE (PyTorch's CSV; '-' for stdin) instead of NAME"},
+    {"--placement", "P",
+     "with --csv: where the file's stages live, loop, v or dual (two opposite pipelines, "
+     "DualPipe); default: inferred from the actions"},
     {"--lower", "", "simulate the lowered order (sends, receives, FSDP) a runtime executes"},
     {"--per-rank", "",
      "the costs are a rank's share of the model: each of its V stages costs 1/V of them"},
@@ -147,8 +150,17 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
                                                      "in the file has its own configuration)");
         o = read_order(*csv);
         title = source_name(*csv);
+        if (auto name = a.value("--placement")) {
+            config cfg = o.cfg();
+            if (!parse_placement(*name, cfg.placement))
+                throw usage_error("--placement must be loop, v or dual, got '" + *name + "'");
+            check(cfg);
+            o = order(cfg, std::vector<rank_slots>(o.begin(), o.end()));
+        }
     } else {
         a.expect_positionals(1, 1, "NAME (or --csv FILE)");
+        if (a.has("--placement"))
+            throw usage_error("--placement needs --csv (a schedule has its own placement)");
         const schedule_entry* found = builtin_schedules().find(a.positionals()[0]);
         if (found == nullptr)
             throw usage_error("unknown schedule '" + a.positionals()[0] +

@@ -16,8 +16,11 @@ namespace ppsched {
 template <schedule S>
 [[nodiscard]] constexpr order generate(const S& policy, config cfg) {
     cfg.placement = S::placement;
-    check(cfg);
+    // Counts first (a policy may divide by them), then the policy's own message, which says
+    // more than the placement's generic requirement (e.g. `dual` needs even stages per rank).
+    detail::check_counts(cfg);
     policy.check(cfg);
+    check(cfg);
     if constexpr (requires { { policy.generate(cfg) } -> std::same_as<order>; }) {
         return policy.generate(cfg);
     } else {

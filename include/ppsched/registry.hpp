@@ -20,6 +20,7 @@
 #include "ppsched/error.hpp"
 #include "ppsched/generate.hpp"
 #include "ppsched/order.hpp"
+#include "ppsched/schedules/dualpipe.hpp"
 #include "ppsched/schedules/dualpipe_v.hpp"
 #include "ppsched/schedules/gpipe.hpp"
 #include "ppsched/schedules/interleaved_1f1b.hpp"
@@ -130,9 +131,11 @@ class schedule_registry {
         e.check = [make](const config& cfg, const schedule_params& params) {
             config c = cfg;
             c.placement = S::placement;
-            ppsched::check(c);
+            // As `generate`: the counts, the schedule's own message, then the placement's.
+            detail::check_counts(c);
             const S policy = make(params);
             policy.check(c);
+            ppsched::check(c);
         };
         e.generate = [make](const config& cfg, const schedule_params& params) {
             return ppsched::generate(make(params), cfg);
@@ -261,6 +264,8 @@ class schedule_registry {
                                          "interleaved 1F1B whose steady state overlaps each "
                                          "forward with a backward (Megatron-LM, MoE)",
                                          {"InterleavedOverlap"}});
+        r.add<dualpipe>({2, "two pipelines in opposite directions over the same ranks, forward "
+                            "of one overlapped with backward of the other (DeepSeek-V3, 2024)"});
         return r;
     }();
     return registry;

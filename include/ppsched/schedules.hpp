@@ -13,6 +13,7 @@
 #include "ppsched/generate.hpp"
 #include "ppsched/order.hpp"
 
+#include "ppsched/schedules/dualpipe.hpp"
 #include "ppsched/schedules/dualpipe_v.hpp"
 #include "ppsched/schedules/gpipe.hpp"
 #include "ppsched/schedules/interleaved_1f1b.hpp"

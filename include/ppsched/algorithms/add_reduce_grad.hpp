@@ -17,9 +17,10 @@ namespace detail {
 
 /// One rank of `add_reduce_grad`: counts the weight-gradient actions (`W` and `B`, also inside
 /// an `OVERLAP_F_B`) per stage and emits `REDUCE_GRAD` right after the one that makes the
-/// count equal to `microbatches`. Idle slots are dropped. Linear in the row length.
+/// count equal to the microbatches the stage runs (`cfg.microbatch_count`: all of them, or its
+/// direction's with two pipelines). Idle slots are dropped. Linear in the row length.
 template <class Row>
-constexpr rank_slots reduce_grad_row(const Row& row, int microbatches) {
+constexpr rank_slots reduce_grad_row(const Row& row, const config& cfg) {
     rank_slots out;
     std::vector<int> count; // per stage, grown on demand
     for (const auto& s : row) {
@@ -32,7 +33,8 @@ constexpr rank_slots reduce_grad_row(const Row& row, int microbatches) {
                 return;
             const auto st = static_cast<std::size_t>(p.stage());
             if (st >= count.size()) count.resize(st + 1, 0);
-            if (++count[st] == microbatches) out.push_back(action::reduce_grad(p.stage()));
+            if (++count[st] == cfg.microbatch_count(p.stage()))
+                out.push_back(action::reduce_grad(p.stage()));
         });
     }
     return out;
@@ -41,14 +43,15 @@ constexpr rank_slots reduce_grad_row(const Row& row, int microbatches) {
 } // namespace detail
 
 /// Inserts `REDUCE_GRAD` into each rank right after the action that completes a stage's weight
-/// gradients, i.e. its `cfg.microbatches`-th `W` or `B` (sub-actions of `OVERLAP_F_B` count),
-/// as PyTorch's `_add_reduce_grad` does. Idle slots are dropped. A stage with fewer backwards
-/// gets no `REDUCE_GRAD` (PyTorch's behaviour; `validate` reports such orders).
-/// Requires: one row per rank. Complexity: linear in the number of slots.
+/// gradients, i.e. its `cfg.microbatch_count(stage)`-th `W` or `B` (sub-actions of
+/// `OVERLAP_F_B` count; with one pipeline that is `cfg.microbatches`, as PyTorch's
+/// `_add_reduce_grad` does; with two, the stage's direction's half). Idle slots are dropped. A
+/// stage with fewer backwards gets no `REDUCE_GRAD` (PyTorch's behaviour; `validate` reports such
+/// orders). Requires: one row per rank. Complexity: linear in the number of slots.
 template <order_range R>
 [[nodiscard]] constexpr order add_reduce_grad(const R& rows, const config& cfg) {
     std::vector<rank_slots> out;
-    for (const auto& row : rows) out.push_back(detail::reduce_grad_row(row, cfg.microbatches));
+    for (const auto& row : rows) out.push_back(detail::reduce_grad_row(row, cfg));
     PPSCHED_EXPECTS(out.size() == static_cast<std::size_t>(cfg.ranks),
                     "ppsched::add_reduce_grad: the order has ", out.size(),
                     " rows but the configuration has ", cfg.ranks, " ranks");

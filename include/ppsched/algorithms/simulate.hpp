@@ -179,6 +179,9 @@ class simulator {
                 return fail(r, slot, a, "stage out of range for the configuration");
             if (p.has_microbatch() && static_cast<std::size_t>(p.microbatch()) >= mbs_)
                 return fail(r, slot, a, "microbatch out of range for the configuration");
+            if (p.has_microbatch() && !cfg_.stage_runs_microbatch(p.stage(), p.microbatch()))
+                return fail(r, slot, a,
+                            "microbatch of the other direction (not run by this stage)");
             if (cfg_.stage_to_rank(p.stage()) != r)
                 return fail(r, slot, a, "action on a rank that does not hold its stage");
         }

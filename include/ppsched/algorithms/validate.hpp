@@ -26,7 +26,7 @@ enum class rule : std::uint8_t {
     invalid_config,          ///< the configuration itself is malformed (see `check(config)`)
     rank_count,              ///< the order does not have one row per rank
     stage_out_of_range,      ///< stage index >= num_stages()
-    microbatch_out_of_range, ///< microbatch index >= microbatches
+    microbatch_out_of_range, ///< microbatch index >= microbatches, or not one its stage runs
     wrong_rank,              ///< the action's stage is not placed on this rank
     duplicate_action,        ///< the same action appears twice (F, I, W, B, SEND, RECV, ...)
     missing_forward,         ///< a (stage, microbatch) has no forward
@@ -90,8 +90,11 @@ struct violation {
     int other_step = -1;      ///< its slot index, -1 when it is not in the order
     action other{};           ///< the related action
     bool has_other = false;   ///< whether `other` is set
-    int expected = -1;        ///< rank_count: the configuration's ranks; wrong_rank: the stage's
-    int found = -1;           ///< rank_count: the rows found
+    /// rank_count: the configuration's ranks; wrong_rank: the stage's rank;
+    /// microbatch_out_of_range: the first microbatch the stage runs
+    int expected = -1;
+    /// rank_count: the rows found; microbatch_out_of_range: one past the stage's last microbatch
+    int found = -1;
 
     friend constexpr bool operator==(const violation&, const violation&) noexcept = default;
 };
@@ -179,7 +182,8 @@ class validator {
     constexpr bool config_ok() {
         const bool ok =
             cfg_.ranks >= 1 && cfg_.stages_per_rank >= 1 && cfg_.microbatches >= 1 &&
-            static_cast<long long>(cfg_.ranks) * cfg_.stages_per_rank <= max_stage + 1LL;
+            static_cast<long long>(cfg_.ranks) * cfg_.stages_per_rank <= max_stage + 1LL &&
+            (cfg_.placement != stage_placement::dual || cfg_.stages_per_rank % 2 == 0);
         if (!ok) {
             violation v;
             v.what = rule::invalid_config;
@@ -284,8 +288,17 @@ class validator {
             add(rule::stage_out_of_range, r, step, a);
             return false;
         }
-        if (a.has_microbatch() && a.microbatch() >= M_) {
-            add(rule::microbatch_out_of_range, r, step, a);
+        if (a.has_microbatch() && !cfg_.stage_runs_microbatch(a.stage(), a.microbatch())) {
+            // Beyond the microbatches, or (with two directions) one of the other direction's.
+            violation v;
+            v.what = rule::microbatch_out_of_range;
+            v.rank = r;
+            v.step = step;
+            v.subject = a;
+            v.has_subject = true;
+            v.expected = cfg_.first_microbatch(a.stage());
+            v.found = v.expected + cfg_.microbatch_count(a.stage());
+            report_.add(v);
             return false;
         }
         if (home(a.stage()) != r) {
@@ -339,7 +352,8 @@ class validator {
     // ---- pass 2: per (stage, microbatch) ---------------------------------------------------
     constexpr void check_pairs() {
         for (int s = 0; s < S_; ++s) {
-            for (int mb = 0; mb < M_; ++mb) {
+            const int mb_end = cfg_.first_microbatch(s) + cfg_.microbatch_count(s);
+            for (int mb = cfg_.first_microbatch(s); mb < mb_end; ++mb) {
                 const order_pos f = pos(event_class::f, s, mb), b = pos(event_class::b, s, mb),
                                 i = pos(event_class::i, s, mb), w = pos(event_class::w, s, mb);
                 if (!f.present()) add(rule::missing_forward, home(s), -1, action::forward(s, mb));
@@ -379,7 +393,9 @@ class validator {
     constexpr void check_dependencies() {
         for (int s = 0; s < S_; ++s) {
             const int prev = cfg_.previous_stage(s), next = cfg_.next_stage(s);
-            for (int mb = 0; mb < M_; ++mb) {
+            // A stage's neighbours belong to its direction: they run the same microbatches.
+            const int mb_end = cfg_.first_microbatch(s) + cfg_.microbatch_count(s);
+            for (int mb = cfg_.first_microbatch(s); mb < mb_end; ++mb) {
                 const order_pos f = pos(event_class::f, s, mb);
                 if (f.present() && prev >= 0) {
                     const order_pos d = pos(event_class::f, prev, mb);
@@ -402,7 +418,9 @@ class validator {
     constexpr void check_p2p() {
         for (int s = 0; s < S_; ++s) {
             const int prev = cfg_.previous_stage(s), next = cfg_.next_stage(s);
-            for (int mb = 0; mb < M_; ++mb) {
+            // A stage's neighbours belong to its direction: they run the same microbatches.
+            const int mb_end = cfg_.first_microbatch(s) + cfg_.microbatch_count(s);
+            for (int mb = cfg_.first_microbatch(s); mb < mb_end; ++mb) {
                 // Compute that consumes another rank's data needs its RECV first.
                 const order_pos f = pos(event_class::f, s, mb);
                 if (f.present() && remote(s, prev)) {
@@ -674,7 +692,7 @@ inline std::string where(int rank, int step) {
     case rule::invalid_config:
         m +=
             "the configuration is malformed (ranks, stages_per_rank and microbatches must be >= 1, "
-            "ranks * stages_per_rank <= 65536)";
+            "ranks * stages_per_rank <= 65536, stages_per_rank even with the dual placement)";
         break;
     case rule::rank_count:
         m = "the order has " + std::to_string(v.found) + " rows but the configuration has " +
@@ -685,6 +703,9 @@ inline std::string where(int rank, int step) {
         break;
     case rule::microbatch_out_of_range:
         m += a + ": microbatch index out of range";
+        if (v.expected >= 0 && v.found > v.expected)
+            m += " (stage " + std::to_string(v.subject.stage()) + " runs microbatches " +
+                 std::to_string(v.expected) + ".." + std::to_string(v.found - 1) + ")";
         break;
     case rule::wrong_rank:
         m += a + ": stage " + std::to_string(v.subject.stage()) + " lives on rank " +
