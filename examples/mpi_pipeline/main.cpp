@@ -102,10 +102,30 @@ std::pair<int, int> rank_and_step(const std::string& text, const std::string& wh
     return {to_int(parts[0], what), to_int(parts[1], what)};
 }
 
+constexpr const char* usage_text =
+    R"(usage: mpirun -n 2P mpi_pipeline (--schedule NAME [--config M[,V]]... | --csv FILE...)
+  2P processes = P pipeline ranks x 2 data-parallel replicas.
+  --schedule NAME       a schedule of ppsched's registry (C++ or PyTorch name)
+  --config M[,V]        microbatches and stages per rank (repeatable; default 2P, the schedule's V)
+  --csv FILE            a compute order in PyTorch's CSV form (repeatable; P rows)
+  --variants LIST       lowerings, comma separated: fsdp,ddp,fsdp1,merge (default: all)
+  --timeout SEC         deadline of every wait (default 30)
+  --mutate KIND         break the lowered order: drop-send | deadlock
+  --expect invalid      succeed only when validation rejects every run
+  --no-validate         execute even an invalid order
+  --hang W:STEP         world rank W stops responding at step STEP
+  --exit W:STEP         world rank W exits without MPI_Finalize at step STEP
+  --accumulate reverse  sum microbatch gradients last to first (the check must notice)
+)";
+
+/// Thrown by `--help`: print the usage and stop.
+struct help_requested {};
+
 options parse(int argc, char** argv) {
     options o;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") throw help_requested{};
         auto value = [&]() -> std::string {
             if (i + 1 >= argc) usage_error(arg + " needs a value");
             return argv[++i];
@@ -488,8 +508,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "[world rank %d] execution error: %s\n", grid.world_rank, e.what());
         std::fflush(stderr);
         MPI_Abort(MPI_COMM_WORLD, 2);
+    } catch (const help_requested&) {
+        if (grid.world_rank == 0) std::printf("%s", usage_text);
     } catch (const std::invalid_argument& e) {
-        if (grid.world_rank == 0) std::fprintf(stderr, "%s\n", e.what());
+        if (grid.world_rank == 0) std::fprintf(stderr, "%s\n%s", e.what(), usage_text);
         status = 2;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "[world rank %d] error: %s\n", grid.world_rank, e.what());
