@@ -25,8 +25,8 @@ TEST_CASE("the registry finds schedules by PyTorch's and C++ names, ignoring cas
 
 TEST_CASE("the registry lists every schedule with its constraints", "[registry]") {
     const auto entries = ppsched::builtin_schedules().entries();
-    // PyTorch's 7, Megatron's interleaved, 2 overlapped 1F1B, DualPipe
-    REQUIRE(entries.size() == 11);
+    // PyTorch's 7, Megatron's interleaved, 2 overlapped 1F1B, DualPipe, ZB-H1, ZB-H2, 1F1B-V
+    REQUIRE(entries.size() == 14);
     for (const auto& e : entries) {
         INFO(e.name);
         CHECK(!e.constraints.empty());

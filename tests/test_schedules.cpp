@@ -47,6 +47,9 @@ bool documented_support(const std::string& name, const ppsched::config& c) {
         return c.stages_per_rank == 1 && c.microbatches >= 2 * c.ranks - 1;
     if (name == "interleaved_1f1b_overlap")
         return c.microbatches % c.ranks == 0 && c.microbatches >= 2 * c.ranks;
+    if (name == "zb_h1" || name == "zb_h2")
+        return c.stages_per_rank == 1 && c.microbatches >= 2 * c.ranks;
+    if (name == "one_f_one_b_v") return c.stages_per_rank == 2;
     return false;
 }
 } // namespace

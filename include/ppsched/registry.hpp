@@ -30,6 +30,9 @@
 #include "ppsched/schedules/megatron_interleaved.hpp"
 #include "ppsched/schedules/one_f_one_b.hpp"
 #include "ppsched/schedules/one_f_one_b_overlap.hpp"
+#include "ppsched/schedules/one_f_one_b_v.hpp"
+#include "ppsched/schedules/zb_h1.hpp"
+#include "ppsched/schedules/zb_h2.hpp"
 #include "ppsched/schedules/zbv_zero_bubble.hpp"
 
 namespace ppsched {
@@ -241,7 +244,10 @@ class schedule_registry {
                               "next (Lamy-Poirier, MLSys 2023)"});
         r.add<interleaved_zero_bubble>({2, "interleaved 1F1B with split I/W backwards filling "
                                            "the bubbles (Qi et al. ICLR 2024)"});
-        r.add<zbv_zero_bubble>({2, "zero-bubble ZB-V on the V placement (Qi et al. ICLR 2024)"});
+        // "ZB-V-Hand": the zero-bubble authors' name for their handcrafted ZB-V, which PyTorch's
+        // ZBVZeroBubble follows action for action.
+        r.add<zbv_zero_bubble>(
+            {2, "zero-bubble ZB-V on the V placement (Qi et al. ICLR 2024)", {"ZB-V-Hand"}});
         r.add<dualpipe_v>({2, "DualPipe cut in half: overlapped forward+backward on the V "
                               "placement (DeepSeek-V3, 2024)"});
         // Beyond PyTorch: the schedules' own authors (names as in their code).
@@ -266,6 +272,15 @@ class schedule_registry {
                                          {"InterleavedOverlap"}});
         r.add<dualpipe>({2, "two pipelines in opposite directions over the same ranks, forward "
                             "of one overlapped with backward of the other (DeepSeek-V3, 2024)"});
+        // The zero-bubble authors' deterministic schedules, by the names of their code. Their
+        // "1F1B" (fused backwards) is `one_f_one_b`'s order, and "ZB-V-Hand" is
+        // `zbv_zero_bubble` (an alias above).
+        r.add<zb_h1>({1, "zero bubble, handcrafted: 1F1B's memory and a third of its bubble "
+                         "(Qi et al. ICLR 2024)"});
+        r.add<zb_h2>({1, "zero bubble, handcrafted: no bubble when F + I <= 2W, with 2p - 1 "
+                         "activations (Qi et al. ICLR 2024)"});
+        r.add<one_f_one_b_v>({2, "1F1B on the V placement with fused backwards: about 2/3 of "
+                                 "1F1B's activations (Qi et al. NeurIPS 2024)"});
         return r;
     }();
     return registry;

@@ -23,4 +23,7 @@
 #include "ppsched/schedules/megatron_interleaved.hpp"
 #include "ppsched/schedules/one_f_one_b.hpp"
 #include "ppsched/schedules/one_f_one_b_overlap.hpp"
+#include "ppsched/schedules/one_f_one_b_v.hpp"
+#include "ppsched/schedules/zb_h1.hpp"
+#include "ppsched/schedules/zb_h2.hpp"
 #include "ppsched/schedules/zbv_zero_bubble.hpp"
