@@ -655,3 +655,34 @@ TEST_CASE("lowered orders receive from each peer in the order it sends", "[execu
     }
     CHECK(pairs > 20);
 }
+
+namespace {
+struct no_value_type {};
+struct values_only {
+    using value_type = int;
+};
+struct wrong_signatures {
+    using value_type = int;
+    void forward(int) {}                                 // not (ctx, value) -> value
+    int send(const step_context&, int) { return 0; }     // not an async handle
+    done_handle recv(const step_context&) { return {}; } // no take(): not a receive handle
+};
+} // namespace
+
+TEST_CASE("handler sets are recognised by their value type, each kind by its member",
+          "[execute][concepts]") {
+    STATIC_REQUIRE(!ppsched::pipeline_handlers<no_value_type>);
+    STATIC_REQUIRE(ppsched::pipeline_handlers<values_only>);
+    STATIC_REQUIRE(!ppsched::handles_forward<values_only>);
+    STATIC_REQUIRE(!ppsched::handles_forward<wrong_signatures>);
+    STATIC_REQUIRE(!ppsched::handles_send<wrong_signatures>);
+    STATIC_REQUIRE(!ppsched::handles_recv<wrong_signatures>);
+    STATIC_REQUIRE(ppsched::handles_overlap_f_b<fake_handlers<true, true, true, true>>);
+    STATIC_REQUIRE(ppsched::handles_reduce_grad<full_handlers>);
+    STATIC_REQUIRE(!ppsched::handles_reduce_grad<fake_handlers<true, false>>);
+    values_only v;
+    CHECK_FALSE(ppsched::handles(v, action_kind::forward));
+    full_handlers f;
+    CHECK(ppsched::handles(f, action_kind::recv_b));
+    CHECK_FALSE(ppsched::handles(f, action_kind::overlap_f_b));
+}

@@ -112,10 +112,8 @@ struct step_context {
 /// when a program contains it. A handler set assembled at run time may also have
 /// `bool provides(action_kind) const` to decline kinds it has members for.
 template <class H>
-concept pipeline_handlers = requires {
-    typename H::value_type;
-}
-&&std::movable<typename H::value_type>&& std::default_initializable<typename H::value_type>;
+concept pipeline_handlers =
+    std::movable<typename H::value_type> && std::default_initializable<typename H::value_type>;
 
 /// `h.forward(ctx, input)` returns the stage's output (F).
 template <class H>
@@ -913,6 +911,12 @@ template <class Row>
 concept rank_program = std::ranges::forward_range<Row> &&
     slot_like<std::remove_cvref_t<std::ranges::range_reference_t<Row>>>;
 
+/// A handler set as `execute` takes it: a non-const lvalue or an rvalue of a
+/// `pipeline_handlers` type (the handlers keep state).
+template <class H>
+concept handler_set_argument = pipeline_handlers<std::remove_cvref_t<H>> &&
+    (!std::is_const_v<std::remove_reference_t<H>>);
+
 /// Runs rank `rank`'s lowered `program` (idle slots are skipped) by calling `handlers`; see
 /// the file comment for the data flow and the error model. `cfg` gives the stage placement and
 /// neighbours (`previous_stage`/`next_stage`). Before running anything it checks that every
@@ -922,17 +926,15 @@ concept rank_program = std::ranges::forward_range<Row> &&
 /// Returns counts of what ran; throws `execution_error` on misuse or a failed wait, and
 /// `config_error` for a malformed `cfg` or a rank out of range.
 /// Complexity: O(actions + stages_per_rank * microbatches) besides the handlers.
-template <rank_program Row, class H>
-requires pipeline_handlers<std::remove_cvref_t<H>>
-    execution_stats execute(const Row& program, const config& cfg, int rank, H&& handlers) {
+template <rank_program Row, handler_set_argument H>
+execution_stats execute(const Row& program, const config& cfg, int rank, H&& handlers) {
     std::remove_cvref_t<H>& h = handlers;
     return detail::rank_runner<std::remove_cvref_t<H>>(cfg, rank, h).run(program);
 }
 
 /// `execute(lowered[rank], lowered.cfg(), rank, handlers)`.
-template <class H>
-requires pipeline_handlers<std::remove_cvref_t<H>> execution_stats execute(const order& lowered,
-                                                                           int rank, H&& handlers) {
+template <handler_set_argument H>
+execution_stats execute(const order& lowered, int rank, H&& handlers) {
     PPSCHED_EXPECTS(rank >= 0 && static_cast<std::size_t>(rank) < lowered.size(),
                     "ppsched::execute: rank (", rank, ") must be in [0, ", lowered.size(), ")");
     return execute(lowered[static_cast<std::size_t>(rank)], lowered.cfg(), rank, handlers);
