@@ -1,9 +1,11 @@
-// `ppsched compare --ranks P --microbatches M [costs] [--lower] [--format text|json|none]`:
-// simulates every schedule that accepts the configuration (for each stages-per-rank value it
-// supports) under one model's costs and ranks them by makespan: "which schedule should I use".
+// `ppsched compare --ranks P --microbatches M [costs] [--memory-limit X] [--lower]
+// [--format text|json|none]`: simulates every schedule that accepts the configuration (for each
+// stages-per-rank value it supports) under one model's costs and ranks them by makespan: "which
+// schedule should I use"; with a memory limit, "the fastest that fits".
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,7 +23,7 @@ namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 7> compare_own_options{{
+constexpr std::array<option, 8> compare_own_options{{
     {"--ranks", "P", "pipeline ranks (required)"},
     {"--microbatches", "M", "microbatches per iteration (required)"},
     {"--stages-per-rank", "V", "only try V stages per rank (default: every V it supports)"},
@@ -29,6 +31,9 @@ constexpr std::array<option, 7> compare_own_options{{
     {"--lower", "", "simulate the lowered orders (sends, receives, FSDP) a runtime executes"},
     {"--format", "FORMAT", "text (default), json, or none (only the exit status)"},
     {"--max-actions", "N", "skip orders with more actions than N (default 50000000)"},
+    {"--memory-limit", "X",
+     "drop schedules whose peak memory per rank (activations + parameters, in the units of\n"
+     "--activation) exceeds X; memory-aware schedules plan with it"},
 }};
 
 constexpr auto compare_options = with_cost_options(compare_own_options);
@@ -38,14 +43,17 @@ constexpr command_help compare_help{
     .arguments = "",
     .summary = "Simulate every schedule that accepts the configuration, trying each number of\n"
                "stages per rank it supports, and list them by makespan with their bubble and\n"
-               "peak memory: which schedule suits this model.",
+               "peak memory: which schedule suits this model. With --memory-limit, the first\n"
+               "row is the fastest schedule that fits in memory.",
     .options = compare_options,
     .details =
         "The costs describe one rank's share of the model (its layers): with V stages per rank\n"
         "each stage costs 1/V of the times and memory given; message costs stay per message.\n"
         "JSON output: {ranks, microbatches, results: [{schedule, name, stages_per_rank,\n"
         "makespan, bubble_fraction, bubble_ratio, peak_activations, peak_memory}] by makespan,\n"
-        "rejected: [{schedule, reason}]}. Peaks are the largest over the ranks.",
+        "rejected: [{schedule, reason}], memory_limit (when given)}. Peaks are the largest\n"
+        "over the ranks; one activation (--activation, default 1) is what one microbatch's\n"
+        "forwards keep on a rank, so V stages per rank keep 1/V each.",
 };
 
 struct result {
@@ -65,10 +73,13 @@ std::string reason_of(const std::string& message) {
     return colon == std::string::npos ? message : message.substr(colon + 2);
 }
 
-std::string text_report(int p, int m, const std::vector<result>& results,
+std::string text_report(int p, int m, const std::optional<double>& limit,
+                        const std::vector<result>& results,
                         const std::vector<rejection>& rejected) {
     std::string out = std::to_string(p) + " ranks, " + std::to_string(m) +
-                      " microbatches; the costs are a rank's share of the model\n\n";
+                      " microbatches; the costs are a rank's share of the model";
+    if (limit) out += "; memory limit " + format_number(*limit) + " per rank";
+    out += "\n\n";
     std::vector<std::array<std::string, 7>> rows{
         {"schedule", "V", "makespan", "bubble ratio", "bubble", "peak act.", "peak memory"}};
     for (const auto& r : results)
@@ -93,10 +104,13 @@ std::string text_report(int p, int m, const std::vector<result>& results,
     return out;
 }
 
-std::string json_report(int p, int m, const std::vector<result>& results,
+std::string json_report(int p, int m, const std::optional<double>& limit,
+                        const std::vector<result>& results,
                         const std::vector<rejection>& rejected) {
-    std::string out = "{\"ranks\": " + std::to_string(p) +
-                      ", \"microbatches\": " + std::to_string(m) + ",\n \"results\": [";
+    std::string out =
+        "{\"ranks\": " + std::to_string(p) + ", \"microbatches\": " + std::to_string(m) + ",";
+    if (limit) out += " \"memory_limit\": " + json_number(*limit) + ",";
+    out += "\n \"results\": [";
     for (std::size_t i = 0; i < results.size(); ++i) {
         const auto& r = results[i];
         out += std::string(i ? ",\n  " : "\n  ") +
@@ -138,6 +152,11 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         v_min = v_max = static_cast<int>(a.integer("--stages-per-rank", 1, max_stage + 1, 1));
     const long long max_actions = a.integer("--max-actions", 1, 1LL << 40, 50'000'000);
     const cost_model costs = read_cost_options(a);
+    std::optional<double> limit;
+    if (auto text = a.value("--memory-limit")) limit = parse_number(*text, "--memory-limit");
+    // A rank's parameters take their share of the limit whatever the schedule (they are split
+    // over its stages like the rest); memory-aware schedules plan the activations in the rest.
+    const double parameters = costs.uniform.parameters.value_or(0.0);
     if (!costs.per_stage.empty())
         throw usage_error("compare splits a rank's costs over its stages; a cost file with "
                           "per-stage values cannot be split (use 'ppsched simulate')");
@@ -150,7 +169,9 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         for (int v = v_min; v <= v_max; ++v) {
             const config cfg{.ranks = p, .stages_per_rank = v, .microbatches = m};
             const cost_model split = split_over_stages(costs, v);
-            const schedule_params params = with_costs(e, {}, split);
+            schedule_params params = with_costs(e, {}, split);
+            if (limit && *limit > parameters && takes_parameter(e, "memory_limit"))
+                params.memory_limit = *limit - parameters;
             try {
                 e.check(cfg, params);
             } catch (const config_error& err) {
@@ -172,6 +193,13 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
             }
             r.peak_activations = max_over_ranks(r.sim, &rank_summary::peak_activations);
             r.peak_memory = max_over_ranks(r.sim, &rank_summary::peak_memory);
+            if (limit && r.peak_memory > *limit * (1 + 1e-12)) {
+                const std::string why = "peak memory " + format_number(r.peak_memory) +
+                                        " exceeds the limit " + format_number(*limit) +
+                                        " (stages per rank: " + std::to_string(v) + ")";
+                if (first_reason.empty() || v == e.default_stages_per_rank) first_reason = why;
+                continue;
+            }
             results.push_back(std::move(r));
             any = true;
         }
@@ -182,11 +210,12 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         if (x.sim.makespan != y.sim.makespan) return x.sim.makespan < y.sim.makespan;
         return x.peak_memory < y.peak_memory;
     });
-    if (format == "text") out.out = text_report(p, m, results, rejected);
-    if (format == "json") out.out = json_report(p, m, results, rejected);
+    if (format == "text") out.out = text_report(p, m, limit, results, rejected);
+    if (format == "json") out.out = json_report(p, m, limit, results, rejected);
     if (results.empty()) {
         out.err = "ppsched: compare: no schedule accepts " + std::to_string(p) + " ranks and " +
-                  std::to_string(m) + " microbatches\n";
+                  std::to_string(m) + " microbatches" +
+                  (limit ? " within the memory limit " + format_number(*limit) : "") + "\n";
         return exit_failure;
     }
     return exit_ok;
