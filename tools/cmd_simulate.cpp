@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "cost_options.hpp"
 #include "input.hpp"
+#include "schedule_options.hpp"
 
 namespace ppsched::cli {
 
@@ -37,7 +38,8 @@ constexpr std::array<option, 10> simulate_own_options{{
     {"--max-actions", "N", "refuse orders with more actions than N (default 50000000)"},
 }};
 
-constexpr auto simulate_options = with_cost_options(simulate_own_options);
+constexpr auto simulate_options =
+    with_cost_options(simulate_own_options, std::span<const option, 1>(schedule_param_options));
 
 constexpr command_help simulate_help{
     .name = "simulate",
@@ -142,16 +144,20 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
 
     order o;
     std::string title;
+    const schedule_entry* entry = nullptr; // with NAME
+    config cfg;
     if (auto csv = a.value("--csv")) {
         a.expect_positionals(0, 0, "");
         for (const char* opt : {"--ranks", "--microbatches", "--stages-per-rank"})
             if (a.has(opt))
                 throw usage_error(std::string(opt) + " cannot be used with --csv (the order "
                                                      "in the file has its own configuration)");
+        if (a.has("--microbatch-group-size"))
+            throw usage_error("--microbatch-group-size cannot be used with --csv");
         o = read_order(*csv);
         title = source_name(*csv);
         if (auto name = a.value("--placement")) {
-            config cfg = o.cfg();
+            cfg = o.cfg();
             if (!parse_placement(*name, cfg.placement))
                 throw usage_error("--placement must be loop, v or dual, got '" + *name + "'");
             check(cfg);
@@ -167,7 +173,7 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
                               "'; 'ppsched schedules' lists them");
         if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
         if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
-        config cfg;
+        cfg = config{};
         cfg.ranks = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
         cfg.microbatches = static_cast<int>(a.integer("--microbatches", 1, 1LL << 30, 1));
         cfg.stages_per_rank = static_cast<int>(
@@ -176,23 +182,25 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
         if (actions > max_actions)
             throw usage_error("the order would have up to " + std::to_string(actions) +
                               " actions, more than --max-actions " + std::to_string(max_actions));
-        o = builtin_schedules().generate(found->name, cfg);
+        entry = found;
         title = found->pytorch_name;
     }
-    if (static_cast<long long>(o.action_count()) > max_actions)
-        throw usage_error("the order has " + std::to_string(o.action_count()) +
-                          " actions, more than --max-actions " + std::to_string(max_actions));
-
     cost_model costs = read_cost_options(a);
     if (a.has("--per-rank")) {
         if (!costs.per_stage.empty())
             throw usage_error("--per-rank cannot split a cost file's per-stage values");
-        costs = split_over_stages(costs, o.cfg().stages_per_rank);
+        costs = split_over_stages(costs, entry ? cfg.stages_per_rank : o.cfg().stages_per_rank);
     }
+    if (entry != nullptr) // a cost-aware schedule plans with the costs it is timed with
+        o = builtin_schedules().generate(entry->name, cfg,
+                                         with_costs(*entry, read_schedule_params(a), costs));
+    if (static_cast<long long>(o.action_count()) > max_actions)
+        throw usage_error("the order has " + std::to_string(o.action_count()) +
+                          " actions, more than --max-actions " + std::to_string(max_actions));
     if (a.has("--lower")) o = lower(o);
 
     const simulation sim = simulate(o, costs);
-    const config& cfg = o.cfg();
+    cfg = o.cfg();
     title += ": " + std::to_string(cfg.ranks) + " ranks, " + std::to_string(cfg.stages_per_rank) +
              (cfg.stages_per_rank == 1 ? " stage" : " stages") + " per rank, " +
              std::to_string(cfg.microbatches) + " microbatches" + (sim.lowered ? ", lowered" : "");

@@ -105,3 +105,13 @@ ppsched_cli_json_test(compare_rejects
   compare --ranks 4 --microbatches 2 --format json)
 ppsched_cli_json_test(compare_lowered_latency "all(r['makespan'] > 0 for r in d['results'])"
   compare --ranks 4 --microbatches 8 --p2p 0.1 --lower --format json)
+
+# --- schedule parameters -----------------------------------------------------------------------
+# Megatron's group size g = ranks is PyTorch's Interleaved1F1B: the same formula.
+ppsched_cli_json_test(simulate_megatron_group "d['makespan'] == 8 * 3 + 3 * 3 / 2"
+  simulate MegatronInterleaved --ranks 4 --microbatches 8 --stages-per-rank 2
+  --microbatch-group-size 4 --f 1 --b 2 --per-rank --format json)
+ppsched_cli_test(simulate_group_not_taken 2 STDERR_HAS "unknown parameter 'microbatch_group_size'"
+                 ARGS simulate 1F1B --ranks 4 --microbatches 8 --microbatch-group-size 4)
+ppsched_cli_test(simulate_group_with_csv 2 STDERR_HAS "cannot be used with --csv"
+                 ARGS simulate --csv ${data}/good_lf.csv --microbatch-group-size 4)
