@@ -1,7 +1,8 @@
 // `ppsched generate NAME --ranks P --microbatches M [--stages-per-rank V] [--format csv|table]
-// [--lower] [--microbatch-group-size G]`: prints the compute-only pipeline order of a schedule,
-// or with --lower what a runtime executes (PyTorch's lowering: UNSHARD/RESHARD, REDUCE_GRAD,
-// SEND/RECV).
+// [--lower] [--microbatch-group-size G] [--f X --i X --w X --comm X] [--memory-limit X]`:
+// prints the compute-only pipeline order of a schedule (cost- and memory-aware ones planned
+// with the given costs and limit), or with --lower what a runtime executes (PyTorch's lowering:
+// UNSHARD/RESHARD, REDUCE_GRAD, SEND/RECV).
 
 #include <span>
 #include <string>
@@ -31,6 +32,11 @@ constexpr option generate_options[] = {
     {"--lower", "",
      "print the lowered order a runtime executes (PyTorch's _prepare_schedule_with_comms)"},
     schedule_param_options[0],
+    planning_options[0],
+    planning_options[1],
+    planning_options[2],
+    planning_options[3],
+    planning_options[4],
 };
 
 constexpr command_help generate_help{
@@ -40,7 +46,10 @@ constexpr command_help generate_help{
                "Interleaved1F1B, or the C++ name such as interleaved_1f1b; case-insensitive).",
     .options = generate_options,
     .details = "A configuration the schedule does not support is an error (exit status 2) with\n"
-               "the schedule's message. 'ppsched schedules' lists the names and constraints.",
+               "the schedule's message. 'ppsched schedules' lists the names and constraints.\n"
+               "Names are also the zero-bubble authors' (ZB-H1, ZB-H2, 1F1B-V, ZB-V-Hand, ...).\n"
+               "--f --i --w --comm and --memory-limit only go to schedules that plan with costs\n"
+               "or memory ('ppsched schedules --long' shows which); others reject them.",
 };
 
 // Orders larger than this many slots are refused: they would not fit a terminal or a file
@@ -79,7 +88,8 @@ int cmd_generate(std::span<const std::string> argv, output& out) {
         throw usage_error("the order would have about " + std::to_string(slots) +
                           " actions; at most " + std::to_string(max_slots) + " are printed");
 
-    order o = builtin_schedules().generate(entry.name, cfg, read_schedule_params(a));
+    order o = builtin_schedules().generate(entry.name, cfg,
+                                           read_planning_params(a, read_schedule_params(a)));
     if (a.has("--lower")) o = lower(o);
     out.out = format == "csv" ? io::write_csv(o) : io::format_step_table(o);
     return exit_ok;

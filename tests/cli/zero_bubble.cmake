@@ -40,3 +40,30 @@ zb_cli_json_test(compare_memory_limit_parameters
 ppsched_cli_test(compare_memory_limit_nothing_fits 1
                  STDERR_HAS "no schedule accepts 4 ranks and 8 microbatches within the memory limit 0.5"
                  ARGS compare --ranks 4 --microbatches 8 --memory-limit 0.5)
+
+# --- generate: the authors' names and the planning options ------------------------------------
+set(zb ${PPSCHED_CONFORMANCE_DIR}/zb)
+# Names as the case files write them, in any case; the orders are the authors' cell for cell.
+ppsched_cli_test(generate_zb_h1 0 STDOUT "same-as:${zb}/compute/ZB-H1_pp4_mb8_uniform.csv"
+                 ARGS generate ZB-H1 --ranks 4 --microbatches 8)
+ppsched_cli_test(generate_zb_h2 0 STDOUT "same-as:${zb}/compute/ZB-H2_pp8_mb16_uniform.csv"
+                 ARGS generate zb-h2 --ranks 8 --microbatches 16)
+ppsched_cli_test(generate_1f1b_v 0 STDOUT "same-as:${zb}/compute/1F1B-V_pp4_mb16_uniform.csv"
+                 ARGS generate 1f1b-v --ranks 4 --microbatches 16)
+ppsched_cli_test(generate_zb_1f1b 0 STDOUT "same-as:${zb}/compute/1F1B_pp8_mb16_uniform.csv"
+                 ARGS generate 1F1B --ranks 8 --microbatches 16)
+# ZB-V-Hand is ZBVZeroBubble, whose rows start with idle slots (PyTorch's form).
+ppsched_cli_test(generate_zb_v_hand 0 STDOUT_HAS ",1F0,2F0,1F1,2F1,2I0,2W0,1F2"
+                 ARGS generate ZB-V-Hand --ranks 2 --microbatches 4)
+ppsched_cli_test(generate_zb_h2_rejects 2 STDERR_HAS "zb_h2: microbatches (7) must be >= 2 * ranks (8)"
+                 ARGS generate ZB-H2 --ranks 4 --microbatches 7)
+ppsched_cli_test(generate_planning_help 0 STDOUT_HAS "--memory-limit X" ARGS generate --help)
+# A schedule that does not plan with costs says so instead of ignoring them.
+ppsched_cli_test(generate_costs_not_taken 2 STDERR_HAS "zb_h1: unknown parameter 'costs'"
+                 ARGS generate ZB-H1 --ranks 2 --microbatches 4 --f 1 --i 1.25 --w 0.75)
+ppsched_cli_test(generate_memory_limit_not_taken 2 STDERR_HAS "unknown parameter 'memory_limit'"
+                 ARGS generate 1F1B-V --ranks 2 --microbatches 4 --memory-limit 4)
+ppsched_cli_test(generate_bad_cost 2 STDERR_HAS "--comm expects a non-negative number, got '-1'"
+                 ARGS generate ZB-H1 --ranks 2 --microbatches 4 --comm -1)
+ppsched_cli_test(generate_zero_memory_limit 2 STDERR_HAS "--memory-limit must be > 0"
+                 ARGS generate ZB-H1 --ranks 2 --microbatches 4 --memory-limit 0)
