@@ -517,6 +517,8 @@ TEST_CASE("a wait that fails or times out becomes an error naming the action",
 TEST_CASE("execute rejects misuse with the rank, step and action", "[execute][errors]") {
     const config one{.ranks = 1, .stages_per_rank = 1, .microbatches = 2};
     const config two{.ranks = 2, .stages_per_rank = 1, .microbatches = 1};
+    const config dual{
+        .ranks = 2, .stages_per_rank = 2, .microbatches = 4, .placement = stage_placement::dual};
     struct bad_case {
         const char* what;
         config cfg;
@@ -543,6 +545,8 @@ TEST_CASE("execute rejects misuse with the rank, step and action", "[execute][er
          "runs on rank 1"},
         {"a microbatch out of range", one, "0F5", 0, execution_failure::invalid_action, 0,
          "out of range"},
+        {"a microbatch of the other direction", dual, "0F3", 0, execution_failure::invalid_action,
+         0, "does not flow through stage 0"},
         {"a SEND to a stage of this rank", one, "0F0,0SEND_F0", 0,
          execution_failure::invalid_action, 1, "no stage at the other end"},
         {"a SEND before its compute", two, "0SEND_F0,0F0", 0, execution_failure::missing_input, 0,

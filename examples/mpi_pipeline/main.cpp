@@ -1,7 +1,7 @@
 // mpi_pipeline: runs ppsched's lowered schedules for real, with MPI, and checks that the loss
 // and every weight gradient equal a single-process reference bit for bit.
 //
-//   mpirun -np 2P mpi_pipeline --schedule NAME [--config M[,V]]... [options]
+//   mpirun -np 2P mpi_pipeline --schedule NAME|all [--config M[,V]]... [options]
 //   mpirun -np 2P mpi_pipeline --csv FILE... [options]
 //
 // The 2P processes form P pipeline ranks x 2 data-parallel replicas. For every configuration
@@ -105,8 +105,9 @@ std::pair<int, int> rank_and_step(const std::string& text, const std::string& wh
 constexpr const char* usage_text =
     R"(usage: mpirun -n 2P mpi_pipeline (--schedule NAME [--config M[,V]]... | --csv FILE...)
   2P processes = P pipeline ranks x 2 data-parallel replicas.
-  --schedule NAME       a schedule of ppsched's registry (C++ or PyTorch name)
-  --config M[,V]        microbatches and stages per rank (repeatable; default 2P, the schedule's V)
+  --schedule NAME       a schedule of ppsched's registry (C++ or PyTorch name), or all
+  --config M[,V]        microbatches and stages per rank (repeatable; default 2P, 3P and 4P
+                        with the schedule's V; with `all`, those each schedule supports)
   --csv FILE            a compute order in PyTorch's CSV form (repeatable; P rows)
   --variants LIST       lowerings, comma separated: fsdp,ddp,fsdp1,merge (default: all)
   --timeout SEC         deadline of every wait (default 30)
@@ -418,25 +419,43 @@ run_outcome run(const job& j, const options& opt, const process_grid& world_grid
 }
 
 /// The orders to run: a schedule at the given configurations, or CSV files.
-std::vector<job> jobs_of(const options& opt, int pipeline_ranks) {
+std::vector<job> jobs_of(const options& opt, int pipeline_ranks, bool grid_rank0) {
     std::vector<ppsched::order> orders;
     std::vector<std::string> names;
-    if (!opt.schedule.empty()) {
-        const auto& reg = ppsched::builtin_schedules();
-        const ppsched::schedule_entry& e = reg.at(opt.schedule);
+    const auto& reg = ppsched::builtin_schedules();
+    // `--schedule all`: every entry of the registry, at the configurations it supports.
+    std::vector<const ppsched::schedule_entry*> entries;
+    if (opt.schedule == "all")
+        for (const auto& e : reg.entries()) entries.push_back(&e);
+    else if (!opt.schedule.empty())
+        entries.push_back(&reg.at(opt.schedule));
+    for (const ppsched::schedule_entry* e : entries) {
         auto configs = opt.configs;
-        if (configs.empty()) configs.emplace_back(2 * pipeline_ranks, 0);
+        if (configs.empty())
+            for (const int m : {2, 3, 4}) configs.emplace_back(m * pipeline_ranks, 0);
+        int supported = 0;
         for (const auto& [m, v] : configs) {
             const ppsched::config cfg{.ranks = pipeline_ranks,
-                                      .stages_per_rank = v > 0 ? v : e.default_stages_per_rank,
+                                      .stages_per_rank = v > 0 ? v : e->default_stages_per_rank,
                                       .microbatches = m,
-                                      .placement = e.placement};
-            orders.push_back(reg.generate(e.name, cfg));
-            names.push_back(e.name + " ranks=" + std::to_string(cfg.ranks) +
+                                      .placement = e->placement};
+            if (opt.schedule == "all") {
+                try {
+                    e->check(cfg, {});
+                } catch (const ppsched::config_error&) {
+                    continue; // a sweep runs what each schedule supports
+                }
+            }
+            ++supported;
+            orders.push_back(reg.generate(e->name, cfg));
+            names.push_back(e->name + " ranks=" + std::to_string(cfg.ranks) +
                             " mb=" + std::to_string(cfg.microbatches) +
                             " spr=" + std::to_string(cfg.stages_per_rank) + " " +
                             std::string(ppsched::to_string_view(orders.back().cfg().placement)));
         }
+        if (supported == 0 && grid_rank0)
+            std::printf("skip %s: none of the configurations is supported (%s)\n", e->name.c_str(),
+                        e->constraints.c_str());
     }
     for (const auto& file : opt.csv_files) {
         ppsched::order o = ppsched::io::read_csv_file(file);
@@ -457,7 +476,8 @@ int main_body(int argc, char** argv, process_grid& grid, int world_size) {
     const options opt = parse(argc, argv);
     if (world_size % 2 != 0) usage_error("run with an even number of processes (2 replicas)");
     const int pipeline_ranks = world_size / 2;
-    if (!opt.schedule.empty() && ppsched::builtin_schedules().find(opt.schedule) == nullptr) {
+    if (!opt.schedule.empty() && opt.schedule != "all" &&
+        ppsched::builtin_schedules().find(opt.schedule) == nullptr) {
         if (grid.world_rank == 0)
             std::printf("mpi_pipeline: schedule '%s' is not in this build's registry: skipped\n",
                         opt.schedule.c_str());
@@ -472,7 +492,7 @@ int main_body(int argc, char** argv, process_grid& grid, int world_size) {
 
     const auto t0 = std::chrono::steady_clock::now();
     int passed = 0, failed = 0;
-    for (const job& j : jobs_of(opt, pipeline_ranks)) {
+    for (const job& j : jobs_of(opt, pipeline_ranks, grid.world_rank == 0)) {
         const run_outcome r = run(j, opt, grid);
         (r.passed ? passed : failed) += 1;
         if (grid.world_rank == 0) std::printf("%s\n", r.line.c_str());

@@ -285,16 +285,6 @@ struct execution_stats {
 
 namespace detail {
 
-/// How many microbatches `stage` runs: `cfg.microbatch_count(stage)` where the configuration
-/// knows two-direction pipelines, else all of them.
-template <class Config>
-[[nodiscard]] constexpr int stage_microbatches(const Config& cfg, int stage) {
-    if constexpr (requires { cfg.microbatch_count(stage); })
-        return cfg.microbatch_count(stage);
-    else
-        return cfg.microbatches;
-}
-
 /// Stands in for the handle type of a kind the handlers do not handle (never instantiated at
 /// run time: such programs are rejected before they start).
 template <class V>
@@ -535,6 +525,10 @@ class rank_runner {
             fail(execution_failure::invalid_action, step, a,
                  "microbatch " + std::to_string(a.microbatch()) + " is out of range (" +
                      std::to_string(cfg_.microbatches) + " microbatches)");
+        if (a.has_microbatch() && !cfg_.stage_runs_microbatch(a.stage(), a.microbatch()))
+            fail(execution_failure::invalid_action, step, a,
+                 "microbatch " + std::to_string(a.microbatch()) + " does not flow through stage " +
+                     std::to_string(a.stage()) + " (the other direction's pipeline)");
         if (is_p2p(a.kind())) {
             const dir d =
                 (a.kind() == action_kind::send_f || a.kind() == action_kind::recv_f) ? fwd : bwd;
@@ -834,7 +828,7 @@ class rank_runner {
     void run_reduce_grad(int step, const action& a) {
         shard_cell& c = shards_[local(a.stage())];
         if (c.reduced) fail(execution_failure::duplicate, step, a, "the stage was reduced already");
-        const int expected = stage_microbatches(cfg_, a.stage());
+        const int expected = cfg_.microbatch_count(a.stage());
         if (c.weight_grads < expected)
             fail(execution_failure::missing_input, step, a,
                  "only " + std::to_string(c.weight_grads) + " of " + std::to_string(expected) +
