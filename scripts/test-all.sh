@@ -177,23 +177,42 @@ phase_bench() {
   [[ $ran -eq 0 ]] && echo "bench: no benchmark executables"
 }
 
-start_all=$SECONDS
+# CPU seconds (user + sys) used so far by finished child processes: with other jobs on the
+# machine, wall time alone says little about what the checks cost.
+# Sets cpu_now to those seconds. `times` runs in this shell: in a $(...) subshell it would see
+# none of this shell's children.
+cpu_seconds() {
+  times >"$log_dir/.times"
+  cpu_now=$(tail -n 1 "$log_dir/.times" | tr 'ms' '  ' |
+    awk '{ printf "%d", $1 * 60 + $2 + $3 * 60 + $4 }')
+}
+
 for phase in "${phases[@]}"; do
   if ! declare -F "phase_$phase" >/dev/null; then
     echo "test-all: unknown phase '$phase' (phases: ${all_phases[*]})" >&2
     exit 2
   fi
+done
+start_all=$SECONDS
+cpu_seconds
+cpu_all=$cpu_now
+for phase in "${phases[@]}"; do
   echo "=== $phase"
   t0=$SECONDS
+  cpu_seconds
+  c0=$cpu_now
   "phase_$phase"
-  timings+=("$(printf '%-10s %4ds' "$phase" $((SECONDS - t0)))")
-  echo "=== $phase: $((SECONDS - t0))s"
+  cpu_seconds
+  line=$(printf '%-10s %4ds wall %5ds cpu' "$phase" $((SECONDS - t0)) $((cpu_now - c0)))
+  timings+=("$line")
+  echo "=== $line"
 done
 
 echo
-echo "=== timings"
+echo "=== timings ($(nproc 2>/dev/null || echo '?') cores, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))"
 printf '  %s\n' "${timings[@]}"
-printf '  %-10s %4ds\n' total $((SECONDS - start_all))
+cpu_seconds
+printf '  %-10s %4ds wall %5ds cpu\n' total $((SECONDS - start_all)) $((cpu_now - cpu_all))
 if [[ ${#failures[@]} -gt 0 ]]; then
   echo "=== failures"
   printf '  %s\n' "${failures[@]}"
