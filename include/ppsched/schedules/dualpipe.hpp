@@ -48,9 +48,10 @@ struct dualpipe {
         return "stages_per_rank == 2 (dual placement); ranks even; microbatches even and >= 2 * "
                "ranks";
     }
-    /// The eight steps of DeepSeek's `DualPipe.step()`: rank r runs ranks/2 - 1 - min(r,
-    /// ranks-1-r) steps from the middle; its phase 0 is its stage of the direction that enters
-    /// the pipeline on its side (direction 0 on the first half of the ranks, 1 on the second).
+    /// The eight steps of DeepSeek's `DualPipe.step()`, run by rank r as a rank min(r, ranks-1-r)
+    /// places from the outer end of a pipeline of ranks/2 ranks (the two middle ranks are its
+    /// turn); its phase 0 is its stage of the direction that enters on its side (direction 0 on
+    /// the first half of the ranks, 1 on the second), with that direction's microbatch ids.
     /// Complexity: linear in the actions.
     [[nodiscard]] constexpr order generate(const config& cfg) const {
         order o(cfg);
