@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -192,25 +193,36 @@ class validator {
         return ok;
     }
 
+    /// Rows that already are contiguous slots (an `order`) are viewed in place; any other
+    /// range is copied once into `flat_`.
     template <order_range R>
     constexpr void load(const R& rows) {
-        row_begin_.push_back(0);
-        for (const auto& row : rows) {
-            for (const auto& s : row) {
-                const action* a = slot_action(s);
-                flat_.push_back(a ? slot(*a) : slot());
+        using row_t = std::ranges::range_reference_t<const R&>;
+        if constexpr (std::ranges::contiguous_range<row_t> &&
+                      std::same_as<std::ranges::range_value_t<row_t>, slot>) {
+            for (const auto& row : rows)
+                rows_.emplace_back(std::ranges::data(row), std::ranges::size(row));
+        } else {
+            std::vector<std::size_t> row_begin{0};
+            for (const auto& row : rows) {
+                for (const auto& s : row) {
+                    const action* a = slot_action(s);
+                    flat_.push_back(a ? slot(*a) : slot());
+                }
+                row_begin.push_back(flat_.size());
             }
-            row_begin_.push_back(flat_.size());
+            // Views only once `flat_` stops growing.
+            for (std::size_t r = 0; r + 1 < row_begin.size(); ++r)
+                rows_.emplace_back(flat_.data() + row_begin[r], row_begin[r + 1] - row_begin[r]);
         }
-        rank_count_ = static_cast<int>(row_begin_.size()) - 1;
+        rank_count_ = static_cast<int>(rows_.size());
     }
 
     [[nodiscard]] constexpr std::size_t row_size(int r) const noexcept {
-        return row_begin_[static_cast<std::size_t>(r) + 1] -
-               row_begin_[static_cast<std::size_t>(r)];
+        return rows_[static_cast<std::size_t>(r)].size();
     }
     [[nodiscard]] constexpr const slot& at(int r, int step) const noexcept {
-        return flat_[row_begin_[static_cast<std::size_t>(r)] + static_cast<std::size_t>(step)];
+        return rows_[static_cast<std::size_t>(r)][static_cast<std::size_t>(step)];
     }
     [[nodiscard]] constexpr std::size_t cell(int plane, int stage, int mb) const noexcept {
         return (static_cast<std::size_t>(plane) * static_cast<std::size_t>(S_) +
@@ -262,9 +274,9 @@ class validator {
 
     // ---- pass 1: structure and the index of first positions --------------------------------
     constexpr void index_actions() {
-        first_.assign(static_cast<std::size_t>(action_plane_count) * static_cast<std::size_t>(S_) *
-                          static_cast<std::size_t>(M_),
-                      order_pos{});
+        // The compute planes (F, I, W, B) only; the SEND/RECV planes are appended (planes are
+        // outermost) when the first SEND/RECV is recorded, so compute-only orders need half.
+        first_.assign(4 * static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_), order_pos{});
         stage_info_.assign(static_cast<std::size_t>(S_), stage_info{});
         for (int r = 0; r < rank_count_; ++r) {
             const int n = static_cast<int>(row_size(r));
@@ -317,14 +329,18 @@ class validator {
 
     constexpr void record(int r, int step, const action& a) {
         const order_pos here{r, step};
-        if (is_p2p(a.kind())) lowered_ = true;
+        if (is_p2p(a.kind()) && !lowered_) {
+            lowered_ = true;
+            first_.resize(static_cast<std::size_t>(action_plane_count) *
+                              static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_),
+                          order_pos{});
+        }
         stage_info& si = stage_info_[static_cast<std::size_t>(a.stage())];
         switch (a.kind()) {
         case action_kind::unshard:
-            si.fsdp = true;
-            return;
         case action_kind::reshard:
             si.fsdp = true;
+            any_fsdp_ = true;
             return;
         case action_kind::reduce_grad:
             if (si.reduce_grad.present())
@@ -483,7 +499,8 @@ class validator {
         for (int s = 0; s < S_; ++s)
             unsharded[static_cast<std::size_t>(s)] =
                 stage_info_[static_cast<std::size_t>(s)].fsdp ? 0 : 1;
-        for (int r = 0; r < rank_count_; ++r) {
+        // Without UNSHARD/RESHARD every stage is always usable: nothing to walk.
+        for (int r = 0; any_fsdp_ && r < rank_count_; ++r) {
             const int n = static_cast<int>(row_size(r));
             for (int step = 0; step < n; ++step) {
                 const action* a = at(r, step).get();
@@ -517,9 +534,15 @@ class validator {
     }
 
     // ---- pass 5: deadlock (event-driven lock-step simulation) -------------------------------
-    /// The event an action part must wait for on another rank, or -1. Compute-only orders wait
-    /// on the producing compute; lowered orders wait only at receives (sends never block).
-    [[nodiscard]] constexpr long long wait_event(int r, const action& p) const {
+    /// Per event cell, what the deadlock simulation knows (one byte, so that the cells a rank
+    /// checks next are mostly in cache; `first_` is read only for events not yet done).
+    enum : std::uint8_t { ev_present = 1, ev_done = 2, ev_waited = 4 };
+
+    /// The event an action part must still wait for on another rank, or -1. Compute-only
+    /// orders wait on the producing compute; lowered orders wait only at receives (sends never
+    /// block).
+    [[nodiscard]] constexpr long long wait_event(int r, const action& p,
+                                                 const std::vector<std::uint8_t>& ev) const {
         if (p.stage() >= S_ || (p.has_microbatch() && p.microbatch() >= M_)) return -1;
         const int s = p.stage(), mb = p.microbatch();
         int plane = -1, peer = -1;
@@ -530,7 +553,7 @@ class validator {
             } else if (p.kind() == action_kind::full_backward ||
                        p.kind() == action_kind::backward_input) {
                 peer = cfg_.next_stage(s);
-                if (peer >= 0) plane = pos(event_class::b, peer, mb).present() ? 3 : 1;
+                if (peer >= 0) plane = (ev[cell(3, peer, mb)] & ev_present) ? 3 : 1;
             }
         } else if (p.kind() == action_kind::recv_f) {
             peer = cfg_.previous_stage(s);
@@ -542,14 +565,20 @@ class validator {
         if (plane < 0 || peer < 0) return -1;
         const std::size_t c = cell(plane, peer, mb);
         // Absent producers are reported elsewhere; same-rank ones by dependency_order.
-        if (!first_[c].present() || first_[c].rank == r) return -1;
+        const std::uint8_t e = ev[c];
+        if (!(e & ev_present) || (e & ev_done) || first_[c].rank == r) return -1;
         return static_cast<long long>(c);
     }
 
     constexpr void simulate() {
         const auto R = static_cast<std::size_t>(rank_count_);
-        std::vector<char> done(first_.size(), 0);
-        std::vector<int> waiter_head(first_.size(), -1);
+        std::vector<std::uint8_t> ev(first_.size(), 0);
+        for (std::size_t c = 0; c < first_.size(); ++c)
+            if (first_[c].present()) ev[c] = ev_present;
+        // Waiting ranks, one list per (stage, microbatch) shared by its events: completing any
+        // of them wakes the list, and a rank woken for another event just waits again.
+        const std::size_t cells = static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_);
+        std::vector<int> waiter_head(cells, -1);
         std::vector<int> next_waiter(R, -1), cursor(R, 0);
         std::vector<long long> blocked_on(R, -1);
         std::vector<int> ready;
@@ -570,14 +599,14 @@ class validator {
                 const int np = a->parts(parts);
                 long long wait = -1;
                 for (int k = 0; k < np && wait < 0; ++k) {
-                    const long long e = wait_event(r, parts[static_cast<std::size_t>(k)]);
-                    if (e >= 0 && !done[static_cast<std::size_t>(e)]) wait = e;
+                    wait = wait_event(r, parts[static_cast<std::size_t>(k)], ev);
                 }
                 if (wait >= 0) {
                     const auto w = static_cast<std::size_t>(wait);
                     blocked_on[ri] = wait;
-                    next_waiter[ri] = waiter_head[w];
-                    waiter_head[w] = r;
+                    ev[w] |= ev_waited;
+                    next_waiter[ri] = waiter_head[w % cells];
+                    waiter_head[w % cells] = r;
                     break;
                 }
                 for (int k = 0; k < np; ++k) {
@@ -585,12 +614,15 @@ class validator {
                     const int plane = action_plane(p.kind());
                     if (plane < 0 || p.stage() >= S_ || p.microbatch() >= M_) continue;
                     const std::size_t c = cell(plane, p.stage(), p.microbatch());
-                    if (done[c]) continue;
-                    done[c] = 1;
-                    for (int w = waiter_head[c]; w >= 0;
+                    // (A SEND/RECV that was not indexed has no plane in a compute-only table.)
+                    if (c >= ev.size() || (ev[c] & ev_done)) continue;
+                    ev[c] |= ev_done;
+                    if (!(ev[c] & ev_waited)) continue;
+                    ev[c] &= static_cast<std::uint8_t>(~ev_waited);
+                    for (int w = waiter_head[c % cells]; w >= 0;
                          w = next_waiter[static_cast<std::size_t>(w)])
                         ready.push_back(w);
-                    waiter_head[c] = -1;
+                    waiter_head[c % cells] = -1;
                 }
                 ++cursor[ri];
             }
@@ -647,8 +679,9 @@ class validator {
     config cfg_;
     int S_ = 0, M_ = 0, rank_count_ = 0;
     bool lowered_ = false;
-    std::vector<slot> flat_;
-    std::vector<std::size_t> row_begin_;
+    bool any_fsdp_ = false;                   // some stage has UNSHARD or RESHARD
+    std::vector<slot> flat_;                  // a copy of rows that are not slot arrays
+    std::vector<std::span<const slot>> rows_; // each rank's slots
     std::vector<order_pos> first_;
     std::vector<stage_info> stage_info_;
     validation_report report_;
