@@ -177,9 +177,9 @@ concept handles_reduce_grad = pipeline_handlers<H> && requires(H& h, const step_
     { h.reduce_grad(c) } -> async_handle;
 };
 
-/// Whether `h` can run actions of kind `k`: it has the member for `k` (for OVERLAP_F_B: the
-/// overlap member, or forward plus `backward` for the backward part, I or B) and, when
-/// it has `provides(action_kind)`, that returns true.
+/// Whether `h` has the member for actions of kind `k` and, when it has
+/// `provides(action_kind)`, that returns true. (For OVERLAP_F_B this is the overlap member
+/// alone; `execute` falls back to the members of the pair's two parts without it.)
 template <pipeline_handlers H>
 [[nodiscard]] bool handles(const H& h, action_kind k) {
     if constexpr (requires {
@@ -495,7 +495,7 @@ class rank_runner {
         case action_kind::full_backward:
             return "full_backward(ctx, grad) -> value";
         case action_kind::overlap_f_b:
-            return "overlap_f_b(fwd_ctx, input, bwd_ctx, grad) (nor forward + backward)";
+            return "overlap_f_b(fwd_ctx, input, bwd_ctx, grad), nor the members of both parts";
         case action_kind::unshard:
             return "unshard(ctx) -> async handle";
         case action_kind::reshard:
