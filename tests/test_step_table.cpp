@@ -3,7 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <deque>
 #include <filesystem>
+#include <list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -116,4 +118,44 @@ TEST_CASE("an empty order prints the header alone", "[step_table]") {
     CHECK(ppsched::io::format_step_table(none) == "        \n");
     const std::vector<std::vector<ppsched::action>> two_empty(2);
     CHECK(ppsched::io::format_step_table(two_empty) == "        Rank 0 Rank 1\n");
+}
+
+TEST_CASE("the step table takes any forward range of rows, also rows made on the fly",
+          "[step_table]") {
+    using ppsched::action;
+    const std::vector<std::vector<ppsched::slot>> reference{
+        {action::forward(0, 0), ppsched::slot{}, action::full_backward(0, 0)},
+        {action::forward(1, 0), action::full_backward(1, 0)}};
+    const std::string expected = ppsched::io::format_step_table(reference);
+
+    const std::list<std::deque<std::optional<action>>> linked{
+        {action::forward(0, 0), std::nullopt, action::full_backward(0, 0)},
+        {action::forward(1, 0), action::full_backward(1, 0)}};
+    CHECK(ppsched::io::format_step_table(linked) == expected);
+
+    // A range whose rows are prvalues: every row is built when dereferenced.
+    struct generated_rows {
+        const std::vector<std::vector<ppsched::slot>>* source;
+        struct iterator {
+            using value_type = std::vector<ppsched::slot>;
+            using difference_type = std::ptrdiff_t;
+            const std::vector<std::vector<ppsched::slot>>* source = nullptr;
+            std::size_t i = 0;
+            value_type operator*() const { return (*source)[i]; }
+            iterator& operator++() {
+                ++i;
+                return *this;
+            }
+            iterator operator++(int) {
+                auto old = *this;
+                ++i;
+                return old;
+            }
+            bool operator==(const iterator& o) const { return i == o.i; }
+        };
+        iterator begin() const { return {source, 0}; }
+        iterator end() const { return {source, source->size()}; }
+    };
+    static_assert(ppsched::order_range<generated_rows>);
+    CHECK(ppsched::io::format_step_table(generated_rows{&reference}) == expected);
 }
