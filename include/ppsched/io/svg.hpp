@@ -1,0 +1,572 @@
+#pragma once
+/// \file io/svg.hpp
+/// Pictures of pipeline schedules: a self-contained SVG Gantt chart of a simulated timeline (one
+/// row per rank, a box per action at its start and end, coloured by kind, a shade per stage chunk,
+/// a legend, a title with the makespan and the bubble, hover text per box), and several
+/// timelines stacked on one shared time axis to compare schedules. Standard library only; text
+/// out, so the caller decides where it goes.
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ppsched/action.hpp"
+#include "ppsched/algorithms/simulate.hpp"
+#include "ppsched/config.hpp"
+
+namespace ppsched::io {
+
+/// One timeline to draw.
+struct chart {
+    std::string name; ///< what it shows, e.g. the schedule's name (`ZBVZeroBubble`)
+    config cfg;       ///< its configuration: ranks, stage chunks (the shades), the title
+    /// The timeline: `simulate(...)`, or `step_timeline(...)` of a step layout. Actions that did
+    /// not run (`timed_action::ran` false) are not drawn.
+    simulation sim;
+    bool steps = false; ///< the time axis counts steps of a layout, not cost units
+    std::string note;   ///< an optional line under the title (the costs, say)
+};
+
+/// How `write_svg` draws.
+struct svg_options {
+    /// The first title line; empty: made from the chart (`name: P ranks, V stages per rank, M
+    /// microbatches`), or for a stacked chart `N schedules on one time axis`.
+    std::string title;
+    std::string subtitle; ///< stacked charts: a line under the title (single charts: `note`)
+    /// Pixels per time unit; 0 chooses one from the makespan (wide boxes for small schedules,
+    /// at least about 3 px per unit for large ones).
+    double px_per_unit = 0;
+    bool labels = true; ///< microbatch numbers in the boxes wide enough to hold them
+};
+
+} // namespace ppsched::io
+
+namespace ppsched::detail::svg {
+
+using io::chart;
+using io::svg_options;
+
+/// Appends `text` with the five XML special characters escaped. Control characters that XML 1.0
+/// forbids become `?`, so any text (file names, user titles) yields a well-formed document.
+inline void append_xml_escaped(std::string& out, std::string_view text) {
+    for (const char c : text) {
+        switch (c) {
+        case '&':
+            out += "&amp;";
+            break;
+        case '<':
+            out += "&lt;";
+            break;
+        case '>':
+            out += "&gt;";
+            break;
+        case '"':
+            out += "&quot;";
+            break;
+        case '\'':
+            out += "&apos;";
+            break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+                out += '?';
+            else
+                out += c;
+        }
+    }
+}
+
+/// `text` with XML special characters escaped (see `append_xml_escaped`).
+[[nodiscard]] inline std::string xml_escape(std::string_view text) {
+    std::string out;
+    append_xml_escaped(out, text);
+    return out;
+}
+
+/// A coordinate: at most two decimals, no trailing zeros (`12.5`, `3`).
+[[nodiscard]] inline std::string svg_number(double v) {
+    std::array<char, 64> buf{};
+    const auto res =
+        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::fixed, 2);
+    std::string s(buf.data(), res.ptr);
+    if (s.find('.') != std::string::npos) {
+        while (s.back() == '0') s.pop_back();
+        if (s.back() == '.') s.pop_back();
+    }
+    return s == "-0" ? "0" : s;
+}
+
+/// A value for people: up to `digits` significant digits (`52`, `0.0833333`).
+[[nodiscard]] inline std::string chart_number(double v, int digits = 6) {
+    std::array<char, 64> buf{};
+    const auto res =
+        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, digits);
+    return {buf.data(), res.ptr};
+}
+
+struct rgb {
+    int r = 0, g = 0, b = 0;
+};
+
+// Colour-blind-friendly hues (Tableau 10), one per kind.
+[[nodiscard]] inline rgb kind_color(action_kind k) noexcept {
+    switch (k) {
+    case action_kind::forward:
+        return {0x4c, 0x78, 0xa8};
+    case action_kind::backward_input:
+        return {0xf5, 0x85, 0x18};
+    case action_kind::backward_weight:
+        return {0x54, 0xa2, 0x4b};
+    case action_kind::full_backward:
+        return {0xe4, 0x57, 0x56};
+    case action_kind::overlap_f_b:
+        return {0x8e, 0x5a, 0x9e};
+    case action_kind::send_f:
+    case action_kind::send_b:
+        return {0x44, 0x44, 0x44};
+    case action_kind::recv_f:
+    case action_kind::recv_b:
+        return {0xbb, 0xbb, 0xbb};
+    case action_kind::unshard:
+        return {0x3a, 0x9c, 0x96};
+    case action_kind::reshard:
+        return {0x9f, 0xd4, 0xcf};
+    default: // reduce_grad
+        return {0xe0, 0xb1, 0x2a};
+    }
+}
+
+/// `c` mixed with white: `t` = 0 keeps it, 1 gives white.
+[[nodiscard]] inline rgb lighten(rgb c, double t) noexcept {
+    auto mix = [t](int v) { return v + static_cast<int>((255 - v) * t + 0.5); };
+    return {mix(c.r), mix(c.g), mix(c.b)};
+}
+
+/// The shade of stage chunk `chunk` of `chunks`: the first is the kind's own colour, the last
+/// half-way to white, so chunks stay apart and text stays readable.
+[[nodiscard]] inline rgb chunk_color(action_kind k, int chunk, int chunks) noexcept {
+    const double t = chunks > 1 ? 0.5 * chunk / (chunks - 1) : 0.0;
+    return lighten(kind_color(k), t);
+}
+
+[[nodiscard]] inline std::string hex(rgb c) {
+    constexpr char digits[] = "0123456789abcdef";
+    std::string s = "#";
+    for (const int v : {c.r, c.g, c.b}) {
+        s += digits[(v >> 4) & 0xF];
+        s += digits[v & 0xF];
+    }
+    return s;
+}
+
+/// True when white text reads better than dark text on `c` (relative luminance, roughly).
+[[nodiscard]] inline bool is_dark(rgb c) noexcept {
+    return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b < 150;
+}
+
+/// Estimated width of `text` in DejaVu Sans at `px`: its digits are 0.64 em wide, so a label
+/// of digits never overflows its box; words average less (`em` = 0.58).
+[[nodiscard]] inline double text_width(std::string_view text, double px,
+                                       double em = 0.64) noexcept {
+    return static_cast<double>(text.size()) * px * em;
+}
+
+/// The legend name of a kind.
+[[nodiscard]] inline std::string_view kind_name(action_kind k) noexcept {
+    switch (k) {
+    case action_kind::forward:
+        return "forward (F)";
+    case action_kind::backward_input:
+        return "backward input (I)";
+    case action_kind::backward_weight:
+        return "backward weight (W)";
+    case action_kind::full_backward:
+        return "full backward (B)";
+    case action_kind::overlap_f_b:
+        return "overlapped F+B";
+    case action_kind::send_f:
+    case action_kind::send_b:
+        return "SEND";
+    case action_kind::recv_f:
+    case action_kind::recv_b:
+        return "RECV (posted to data arrival)";
+    case action_kind::unshard:
+        return "UNSHARD";
+    case action_kind::reshard:
+        return "RESHARD";
+    default:
+        return "REDUCE_GRAD";
+    }
+}
+
+// Legend slots: the five compute kinds, then SEND, RECV, UNSHARD, RESHARD, REDUCE_GRAD.
+[[nodiscard]] inline int legend_slot(action_kind k) noexcept {
+    switch (k) {
+    case action_kind::send_f:
+    case action_kind::send_b:
+        return 5;
+    case action_kind::recv_f:
+    case action_kind::recv_b:
+        return 6;
+    case action_kind::unshard:
+        return 7;
+    case action_kind::reshard:
+        return 8;
+    case action_kind::reduce_grad:
+        return 9;
+    default:
+        return static_cast<int>(k);
+    }
+}
+
+/// The hover text of an action: what it is, its stage and chunk, microbatch, start and end.
+[[nodiscard]] inline std::string hover_text(const timed_action& t, const config& cfg) {
+    std::string s = to_string(t.act);
+    auto part = [&](const action& p) {
+        s += " stage " + std::to_string(p.stage()) + " (chunk " +
+             std::to_string(cfg.local_stage_index(p.stage())) + ")";
+        if (p.has_microbatch()) s += ", microbatch " + std::to_string(p.microbatch());
+    };
+    if (t.act.kind() == action_kind::overlap_f_b) {
+        s += ": forward of";
+        part(t.act.forward_part());
+        s += " with ";
+        s += code(t.act.backward_part().kind());
+        s += " of";
+        part(t.act.backward_part());
+    } else {
+        s += ':';
+        part(t.act);
+    }
+    s += "; rank " + std::to_string(t.rank) + ", start " + chart_number(t.start) + ", end " +
+         chart_number(t.end);
+    return s;
+}
+
+/// The label in a box: the microbatch, or both for an overlapped pair (`5|2`).
+[[nodiscard]] inline std::string box_label(const action& a) {
+    if (a.kind() == action_kind::overlap_f_b)
+        return std::to_string(a.forward_part().microbatch()) + "|" +
+               std::to_string(a.backward_part().microbatch());
+    return a.has_microbatch() ? std::to_string(a.microbatch()) : std::string{};
+}
+
+/// The first line of a single chart: `name: P ranks, V stages per rank, M microbatches`.
+[[nodiscard]] inline std::string chart_title(const chart& c) {
+    const config& cfg = c.cfg;
+    std::string s = c.name.empty() ? std::string("pipeline") : c.name;
+    s += ": " + std::to_string(cfg.ranks) + (cfg.ranks == 1 ? " rank, " : " ranks, ") +
+         std::to_string(cfg.stages_per_rank) +
+         (cfg.stages_per_rank == 1 ? " stage per rank, " : " stages per rank, ") +
+         std::to_string(cfg.microbatches) +
+         (cfg.microbatches == 1 ? " microbatch" : " microbatches");
+    if (cfg.placement != stage_placement::loop) {
+        s += ", ";
+        s += to_string_view(cfg.placement) == "v" ? "V" : to_string_view(cfg.placement);
+        s += " placement";
+    }
+    if (c.sim.lowered) s += ", lowered";
+    if (c.steps) s += ", step layout";
+    return s;
+}
+
+/// `makespan 52 · ideal 48 · bubble ratio 0.0833 · idle 7.69 %` (ratios to 3 digits).
+[[nodiscard]] inline std::string chart_stats(const chart& c) {
+    const simulation& sim = c.sim;
+    return "makespan " + chart_number(sim.makespan) + (c.steps ? " steps" : "") + " \u00b7 ideal " +
+           chart_number(sim.ideal) + " \u00b7 bubble ratio " + chart_number(sim.bubble_ratio, 3) +
+           " \u00b7 idle " + chart_number(100 * sim.bubble_fraction, 3) + " %";
+}
+
+/// Tick spacing: the smallest 1, 2 or 5 times a power of ten that is at least `min`.
+[[nodiscard]] inline double nice_step(double min) noexcept {
+    double p = 0.001;
+    for (int i = 0; i < 40; ++i, p *= 10)
+        for (const double m : {1.0, 2.0, 5.0})
+            if (m * p >= min) return m * p;
+    return p;
+}
+
+/// Layout constants (pixels).
+struct svg_layout {
+    double left = 68;        // rank labels
+    double right = 84;       // peak memory column
+    double lane = 20;        // compute lane height
+    double comm = 10;        // communication lane height (when the chart has one)
+    double gap = 5;          // between ranks
+    double heading = 24;     // a stacked panel's heading
+    double panel_gap = 12;   // between stacked panels
+    double px_per_unit = 24; // horizontal scale
+};
+
+[[nodiscard]] inline bool has_comm_lane(const simulation& sim) {
+    return std::any_of(sim.timeline.begin(), sim.timeline.end(),
+                       [](const timed_action& t) { return t.ran && t.on != stream::compute; });
+}
+
+/// Writes the chart(s): `stacked` adds a heading per panel and a common title.
+[[nodiscard]] inline std::string write_svg_charts(std::span<const chart> charts,
+                                                  const svg_options& opts, bool stacked) {
+    svg_layout L;
+    double span = 0;
+    int max_ranks = 1, max_chunks = 1;
+    std::array<bool, 10> kinds_used{};
+    for (const chart& c : charts) {
+        span = std::max(span, c.sim.makespan);
+        max_ranks = std::max(max_ranks, c.cfg.ranks);
+        max_chunks = std::max(max_chunks, c.cfg.stages_per_rank);
+        for (const timed_action& t : c.sim.timeline)
+            if (t.ran) kinds_used[static_cast<std::size_t>(legend_slot(t.act.kind()))] = true;
+    }
+    if (span <= 0) span = 1;
+    if (max_ranks > 16) L.lane = 14;
+    // Wide boxes (24 px per unit) while the chart stays under 1400 px; beyond that shrink to
+    // 1400 px, but not below 3 px per unit unless the chart would pass 6000 px.
+    if (opts.px_per_unit > 0)
+        L.px_per_unit = opts.px_per_unit;
+    else if (span * 24 > 1400)
+        L.px_per_unit = std::max(1400 / span, std::min(3.0, 6000 / span));
+    const double u = L.px_per_unit;
+    const double plot = span * u;
+
+    // Title block.
+    const std::string title = !opts.title.empty() ? opts.title
+                              : stacked
+                                  ? std::to_string(charts.size()) + " schedules on one time axis"
+                              : charts.empty() ? std::string("pipeline")
+                                               : chart_title(charts[0]);
+    std::vector<std::string> sub;
+    if (!stacked && !charts.empty()) {
+        sub.push_back(chart_stats(charts[0]));
+        if (!charts[0].note.empty()) sub.push_back(charts[0].note);
+    } else if (!opts.subtitle.empty()) {
+        sub.push_back(opts.subtitle);
+    }
+    double width = L.left + plot + L.right;
+    width = std::max(width, 24 + text_width(title, 16) * 1.05);
+    for (const auto& s : sub) width = std::max(width, 24 + text_width(s, 12));
+    width = std::max(width, 480.0);
+
+    std::string head, body;
+    double y = 26;
+    head += "<text class=\"t1\" x=\"12\" y=\"" + svg_number(y) + "\">";
+    append_xml_escaped(head, title);
+    head += "</text>\n";
+    for (const auto& s : sub) {
+        y += 19;
+        head += "<text class=\"t2\" x=\"12\" y=\"" + svg_number(y) + "\">";
+        append_xml_escaped(head, s);
+        head += "</text>\n";
+    }
+
+    // Legend: flowed left to right, wrapping at the chart's width.
+    y += 14;
+    double lx = 12;
+    auto legend_item = [&](const std::vector<std::string>& fills, std::string_view label,
+                           bool tick) {
+        const double w = 14.0 * static_cast<double>(fills.size()) + 6 + text_width(label, 12, 0.58);
+        if (lx + w > width - 12 && lx > 12) {
+            lx = 12;
+            y += 18;
+        }
+        for (const auto& f : fills) {
+            if (tick)
+                head += "<rect x=\"" + svg_number(lx + 5) + "\" y=\"" + svg_number(y) +
+                        "\" width=\"2\" height=\"12\" fill=\"" + f + "\"/>";
+            else
+                head += "<rect x=\"" + svg_number(lx) + "\" y=\"" + svg_number(y) +
+                        "\" width=\"12\" height=\"12\" fill=\"" + f + "\"/>";
+            lx += 14;
+        }
+        head += "<text class=\"lg\" x=\"" + svg_number(lx + 2) + "\" y=\"" + svg_number(y + 10.5) +
+                "\">";
+        append_xml_escaped(head, label);
+        head += "</text>\n";
+        lx += 6 + text_width(label, 12, 0.58) + 14;
+    };
+    for (int k = 0; k < 10; ++k) {
+        if (!kinds_used[static_cast<std::size_t>(k)]) continue;
+        const auto kind = k < 5    ? static_cast<action_kind>(k)
+                          : k == 5 ? action_kind::send_f
+                          : k == 6 ? action_kind::recv_f
+                          : k == 7 ? action_kind::unshard
+                          : k == 8 ? action_kind::reshard
+                                   : action_kind::reduce_grad;
+        legend_item({hex(kind_color(kind))}, kind_name(kind), k == 5);
+    }
+    if (max_chunks > 1) {
+        std::vector<std::string> fills;
+        const int shown = std::min(max_chunks, 8);
+        for (int c = 0; c < shown; ++c)
+            fills.push_back(hex(chunk_color(
+                action_kind::forward, c * (max_chunks - 1) / std::max(shown - 1, 1), max_chunks)));
+        legend_item(fills, "stage chunk 0 \u2192 " + std::to_string(max_chunks - 1) + " (shade)",
+                    false);
+    }
+    legend_item({"#ececec"}, "idle", false);
+    y += 12 + 14;
+
+    // Panels.
+    const double x0 = L.left;
+    std::vector<double> ticks;
+    const double step = nice_step(60 / u);
+    for (double t = 0; t <= span + step * 1e-9; t += step) ticks.push_back(t);
+    std::string bg, grid, boxes, labels;
+    const double top = y;
+    for (const chart& c : charts) {
+        const simulation& sim = c.sim;
+        const bool comm = has_comm_lane(sim);
+        const double row = L.lane + (comm ? L.comm + 1 : 0) + L.gap;
+        const int chunks = std::max(c.cfg.stages_per_rank, 1);
+        if (stacked) {
+            body += "<text class=\"ph\" x=\"12\" y=\"" + svg_number(y + 15) + "\">";
+            append_xml_escaped(body, c.name + (c.name.empty() ? "" : " ") +
+                                         "(V=" + std::to_string(c.cfg.stages_per_rank) +
+                                         (c.sim.lowered ? ", lowered" : "") +
+                                         "): " + chart_stats(c));
+            body += "</text>\n";
+            y += L.heading;
+        }
+        body += "<text class=\"pk\" x=\"" + svg_number(x0 + plot + 8) + "\" y=\"" +
+                svg_number(y - 3) + "\">peak mem.</text>\n";
+        const double panel_top = y;
+        for (int r = 0; r < c.cfg.ranks; ++r) {
+            const double ry = y + r * row;
+            body += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" +
+                    svg_number(ry + L.lane / 2 + 4) + "\">rank " + std::to_string(r) + "</text>\n";
+            bg += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(ry) + "\" width=\"" +
+                  svg_number(sim.makespan * u) + "\" height=\"" + svg_number(L.lane) +
+                  "\" fill=\"#ececec\"/>\n";
+            if (comm)
+                bg += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(ry + L.lane + 1) +
+                      "\" width=\"" + svg_number(sim.makespan * u) + "\" height=\"" +
+                      svg_number(L.comm) + "\" fill=\"#f5f5f5\"/>\n";
+            if (static_cast<std::size_t>(r) < sim.ranks.size())
+                body += "<text class=\"pk\" x=\"" + svg_number(x0 + plot + 8) + "\" y=\"" +
+                        svg_number(ry + L.lane / 2 + 4) + "\">" +
+                        chart_number(sim.ranks[static_cast<std::size_t>(r)].peak_memory) +
+                        "</text>\n";
+        }
+        const double panel_bottom = y + c.cfg.ranks * row - L.gap;
+        // Receives first: a receive's bar spans its wait, and the sends drawn after stay on top.
+        for (const int pass : {0, 1}) {
+            for (const timed_action& t : sim.timeline) {
+                if (!t.ran || t.rank < 0 || t.rank >= c.cfg.ranks) continue;
+                if ((pass == 0) != is_recv(t.act.kind())) continue;
+                const double ry = y + t.rank * row;
+                const bool compute = t.on == stream::compute;
+                double x = x0 + t.start * u, w = (t.end - t.start) * u;
+                double by = ry, bh = L.lane;
+                if (!compute) {
+                    // The thin lane: sends and receives on its upper half, FSDP on the lower.
+                    bh = L.comm / 2;
+                    by = ry + L.lane + 1 + (t.on == stream::p2p ? 0 : bh);
+                }
+                if (w < 1) {
+                    x -= (is_send(t.act.kind()) ? 1 : (1 - w) / 2);
+                    w = is_send(t.act.kind()) ? 2 : 1;
+                }
+                const int chunk = std::clamp(c.cfg.local_stage_index(t.act.stage()), 0, chunks - 1);
+                const rgb fill =
+                    compute ? chunk_color(t.act.kind(), chunk, chunks) : kind_color(t.act.kind());
+                boxes += "<rect class=\"act\" x=\"" + svg_number(x) + "\" y=\"" + svg_number(by) +
+                         "\" width=\"" + svg_number(w) + "\" height=\"" + svg_number(bh) +
+                         "\" fill=\"" + hex(fill) + "\"><title>";
+                append_xml_escaped(boxes, hover_text(t, c.cfg));
+                boxes += "</title></rect>\n";
+                if (!compute || !opts.labels || L.lane < 12) continue;
+                const std::string label = box_label(t.act);
+                if (label.empty() || text_width(label, 11) + 3 > w) continue;
+                labels += std::string("<text class=\"") + (is_dark(fill) ? "mb w" : "mb") +
+                          "\" x=\"" + svg_number(x + w / 2) + "\" y=\"" +
+                          svg_number(ry + L.lane / 2 + 4) + "\">" + label + "</text>\n";
+            }
+        }
+        // The makespan, dashed, so stacked panels compare at a glance.
+        grid += "<line class=\"ms\" x1=\"" + svg_number(x0 + sim.makespan * u) + "\" y1=\"" +
+                svg_number(panel_top - 4) + "\" x2=\"" + svg_number(x0 + sim.makespan * u) +
+                "\" y2=\"" + svg_number(panel_bottom + 4) + "\"/>\n";
+        y = panel_bottom + (stacked ? L.panel_gap : 0);
+    }
+    const double bottom = y + 4;
+    for (const double t : ticks)
+        grid += "<line class=\"gr\" x1=\"" + svg_number(x0 + t * u) + "\" y1=\"" +
+                svg_number(top - 4) + "\" x2=\"" + svg_number(x0 + t * u) + "\" y2=\"" +
+                svg_number(bottom) + "\"/>\n";
+
+    // Time axis.
+    std::string axis = "<line class=\"ax\" x1=\"" + svg_number(x0) + "\" y1=\"" +
+                       svg_number(bottom) + "\" x2=\"" + svg_number(x0 + plot) + "\" y2=\"" +
+                       svg_number(bottom) + "\"/>\n";
+    for (const double t : ticks)
+        axis += "<line class=\"ax\" x1=\"" + svg_number(x0 + t * u) + "\" y1=\"" +
+                svg_number(bottom) + "\" x2=\"" + svg_number(x0 + t * u) + "\" y2=\"" +
+                svg_number(bottom + 4) + "\"/><text class=\"tk\" x=\"" + svg_number(x0 + t * u) +
+                "\" y=\"" + svg_number(bottom + 16) + "\">" + chart_number(t) + "</text>\n";
+    const bool all_steps = !charts.empty() && std::all_of(charts.begin(), charts.end(),
+                                                          [](const chart& c) { return c.steps; });
+    axis += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" + svg_number(bottom + 16) +
+            "\">" + (all_steps ? "step" : "time") + "</text>\n";
+    const double height = bottom + 28;
+
+    std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                      svg_number(width) + "\" height=\"" + svg_number(height) +
+                      "\" viewBox=\"0 0 " + svg_number(width) + " " + svg_number(height) +
+                      "\">\n<title>";
+    append_xml_escaped(out, title);
+    out += "</title>\n<style>\n"
+           "text{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;fill:#222}\n"
+           ".t1{font-size:16px;font-weight:bold}.t2{font-size:12px;fill:#444}"
+           ".ph{font-size:13px;font-weight:bold}.lg{font-size:12px}"
+           ".rk{font-size:12px;text-anchor:end;fill:#333}.pk{font-size:11px;fill:#555}"
+           ".tk{font-size:11px;fill:#555;text-anchor:middle}"
+           ".mb{font-size:11px;text-anchor:middle;fill:#222}.mb.w{fill:#fff}\n"
+           ".gr{stroke:#d6d6d6;stroke-width:1}.ax{stroke:#555;stroke-width:1}"
+           ".ms{stroke:#b03a2e;stroke-width:1.5;stroke-dasharray:4 3}\n";
+    // Thin white outlines separate neighbouring boxes; on narrow boxes they would hide them.
+    out += u >= 6 ? ".act{stroke:#fff;stroke-width:0.6}\n" : ".act{stroke:none}\n";
+    out += "</style>\n<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
+    out += head;
+    out += bg;
+    out += grid;
+    out += boxes;
+    out += labels;
+    out += body;
+    out += axis;
+    out += "</svg>\n";
+    return out;
+}
+
+} // namespace ppsched::detail::svg
+
+namespace ppsched::io {
+
+/// A self-contained SVG Gantt chart of one timeline: one row per rank, each action a box from its
+/// start to its end (`<rect class="act">`, one per action that ran), coloured by kind (F, I, W,
+/// B, OVERLAP_F_B) with a lighter shade for each later stage chunk on the rank, labelled with its
+/// microbatch when the box is wide enough, with a `<title>` hover text (action, stage, chunk,
+/// microbatch, rank, start, end). Idle time is the grey lane behind the boxes. With
+/// communication or FSDP actions (a lowered order) each rank gets a thin lane under its compute
+/// lane: sends and receives (a receive spans from when it is posted to when its data arrives)
+/// on its upper half, UNSHARD, RESHARD and REDUCE_GRAD on its lower half. The title gives the
+/// configuration, makespan, ideal time, bubble ratio and idle share; a column on the right gives
+/// each rank's peak memory; a dashed line marks the makespan. All text is XML-escaped.
+/// Complexity: linear in the actions.
+[[nodiscard]] inline std::string write_svg(const chart& c, const svg_options& opts = {}) {
+    return ppsched::detail::svg::write_svg_charts(std::span<const chart>(&c, 1), opts, false);
+}
+
+/// Several timelines stacked on one shared time axis (the same pixels per unit), each with a
+/// heading (name, stages per rank, makespan, bubble), so their makespans compare at a glance:
+/// `ppsched compare --output`. Otherwise drawn as the single chart is.
+[[nodiscard]] inline std::string write_svg(std::span<const chart> charts,
+                                           const svg_options& opts = {}) {
+    return ppsched::detail::svg::write_svg_charts(charts, opts, true);
+}
+
+} // namespace ppsched::io

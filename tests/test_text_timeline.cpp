@@ -1,0 +1,100 @@
+#include <ppsched/algorithms/simulate.hpp>
+#include <ppsched/generate.hpp>
+#include <ppsched/io/text_timeline.hpp>
+#include <ppsched/schedules.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using ppsched::config;
+using ppsched::cost_model;
+using ppsched::order;
+using ppsched::simulate;
+using ppsched::simulation;
+using ppsched::io::format_text_timeline;
+using ppsched::io::text_timeline_options;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("the text timeline shows each rank's compute, a letter per time unit", "[timeline]") {
+    // GPipe, 2 ranks, 2 microbatches, F = 1, B = 2: rank 0 runs F0 F1 in [0, 2), waits, then
+    // B0 B1 in [5, 9); rank 1 runs F0 F1 in [1, 3) and B0 B1 in [3, 7).
+    const order o = ppsched::generate<ppsched::gpipe>(config{.ranks = 2, .microbatches = 2});
+    const simulation sim = simulate(o, cost_model::uniform_fb(1, 2));
+    text_timeline_options opts;
+    opts.legend = false;
+    CHECK(format_text_timeline(sim, o.cfg(), opts) == "        0\n"
+                                                      "rank 0  FF...BBBB\n"
+                                                      "rank 1  .FFBBBB..\n");
+    const auto with_legend = lines_of(format_text_timeline(sim, o.cfg()));
+    REQUIRE(with_legend.size() == 4);
+    CHECK(with_legend[3].rfind("one column = 1 time unit;", 0) == 0);
+}
+
+TEST_CASE("odd stage chunks are lower case and busy time is letters", "[timeline]") {
+    const order o = ppsched::generate<ppsched::zbv_zero_bubble>(
+        config{.ranks = 4, .stages_per_rank = 2, .microbatches = 8});
+    const simulation sim = simulate(o); // F = I = W = 1: one letter per action
+    text_timeline_options opts;
+    opts.legend = false;
+    const auto lines = lines_of(format_text_timeline(sim, o.cfg(), opts));
+    REQUIRE(lines.size() == 5);
+    for (std::size_t r = 0; r < 4; ++r) {
+        const std::string row = lines[r + 1].substr(8);
+        CHECK(row.size() == static_cast<std::size_t>(sim.makespan));
+        const auto letters = static_cast<double>(
+            std::count_if(row.begin(), row.end(), [](char c) { return c != '.'; }));
+        CHECK(letters == sim.ranks[r].busy);
+        // Each rank holds chunk 0 and chunk 1 of the V, 8 microbatches x (F, I, W) each.
+        for (const char c : {'F', 'I', 'W', 'f', 'i', 'w'})
+            CHECK(std::count(row.begin(), row.end(), c) == 8);
+    }
+    CHECK(lines[0].find("10") == 8 + 10); // the ruler marks every tenth column
+}
+
+TEST_CASE("a long timeline is compressed to fit the width", "[timeline]") {
+    // 1F1B, 4 ranks, 8 microbatches, F = 1, B = 2: makespan (8 + 3) * 3 = 33.
+    const order o = ppsched::generate<ppsched::one_f_one_b>(config{.ranks = 4, .microbatches = 8});
+    const simulation sim = simulate(o, cost_model::uniform_fb(1, 2));
+    REQUIRE(sim.makespan == 33);
+    text_timeline_options opts;
+    opts.width = 10; // 33 units need 5 units per column: 7 columns
+    const auto lines = lines_of(format_text_timeline(sim, o.cfg(), opts));
+    REQUIRE(lines.size() == 6);
+    CHECK(lines[1].size() == 8 + 7);
+    CHECK(lines[5].rfind("one column = 5 time units;", 0) == 0);
+    // Rank 0 runs its four warm-up forwards in [0, 4): F wins the first column. Rank 3 waits
+    // until 3, then runs F0 [3, 4) and B0 [4, 6): idle wins its first column.
+    CHECK(lines[1][8] == 'F');
+    CHECK(lines[4][8] == '.');
+
+    opts.units_per_column = 0.5; // stretched: a forward takes two columns
+    opts.legend = false;
+    const auto wide = lines_of(format_text_timeline(sim, o.cfg(), opts));
+    CHECK(wide[1].substr(8, 8) == "FFFFFFFF");
+    CHECK(wide[1].size() == 8 + 66);
+}
+
+TEST_CASE("overlapped actions show as O", "[timeline]") {
+    const order o =
+        ppsched::generate<ppsched::dualpipe_v>(config{.ranks = 4,
+                                                      .stages_per_rank = 2,
+                                                      .microbatches = 8,
+                                                      .placement = ppsched::stage_placement::v});
+    const std::string text = format_text_timeline(simulate(o), o.cfg());
+    CHECK((text.find('O') != std::string::npos || text.find('o') != std::string::npos));
+}
