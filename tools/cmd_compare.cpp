@@ -13,17 +13,19 @@
 #include <ppsched/algorithms/lower.hpp>
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/config.hpp>
+#include <ppsched/io/svg.hpp>
 #include <ppsched/registry.hpp>
 
 #include "cli.hpp"
 #include "commands.hpp"
 #include "cost_options.hpp"
+#include "output_file.hpp"
 
 namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 8> compare_own_options{{
+constexpr std::array<option, 9> compare_own_options{{
     {"--ranks", "P", "pipeline ranks (required)"},
     {"--microbatches", "M", "microbatches per iteration (required)"},
     {"--stages-per-rank", "V", "only try V stages per rank (default: every V it supports)"},
@@ -31,6 +33,7 @@ constexpr std::array<option, 8> compare_own_options{{
     {"--lower", "", "simulate the lowered orders (sends, receives, FSDP) a runtime executes"},
     {"--format", "FORMAT", "text (default), json, or none (only the exit status)"},
     {"--max-actions", "N", "skip orders with more actions than N (default 50000000)"},
+    {"--output", "FILE", "also draw them, by makespan, on one time axis into an SVG file"},
     {"--memory-limit", "X",
      "drop schedules whose peak memory per rank (activations + parameters, in the units of\n"
      "--activation) exceeds X; memory-aware schedules plan with it"},
@@ -210,6 +213,22 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         if (x.sim.makespan != y.sim.makespan) return x.sim.makespan < y.sim.makespan;
         return x.peak_memory < y.peak_memory;
     });
+    if (auto path = a.value("--output"); path && !results.empty()) {
+        std::vector<io::chart> charts;
+        for (const auto& r : results) {
+            const config cfg{.ranks = p,
+                             .stages_per_rank = r.stages_per_rank,
+                             .microbatches = m,
+                             .placement = r.entry->placement};
+            charts.push_back({r.entry->pytorch_name, cfg, r.sim, false, ""});
+        }
+        io::svg_options opts;
+        opts.title = "ppsched compare: " + std::to_string(p) + " ranks, " + std::to_string(m) +
+                     " microbatches" + (a.has("--lower") ? ", lowered" : "");
+        opts.subtitle = "fastest first; the costs are a rank's share of the model, split over "
+                        "its V stages";
+        write_output_file(*path, io::write_svg(charts, opts));
+    }
     if (format == "text") out.out = text_report(p, m, limit, results, rejected);
     if (format == "json") out.out = json_report(p, m, limit, results, rejected);
     if (results.empty()) {

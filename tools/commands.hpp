@@ -22,6 +22,9 @@ int cmd_schedules(std::span<const std::string> argv, output& out);
 int cmd_generate(std::span<const std::string> argv, output& out);
 int cmd_simulate(std::span<const std::string> argv, output& out);
 int cmd_compare(std::span<const std::string> argv, output& out);
+int cmd_render(std::span<const std::string> argv, output& out);
+int cmd_trace(std::span<const std::string> argv, output& out);
+int cmd_timeline(std::span<const std::string> argv, output& out);
 
 /// One row of the subcommand table.
 struct command {
@@ -39,6 +42,12 @@ inline constexpr command commands[] = {
      cmd_simulate},
     {"compare", "simulate every schedule for a configuration and rank them by makespan",
      cmd_compare},
+    {"render", "draw a schedule or CSV order as an SVG Gantt chart and print its summary",
+     cmd_render},
+    {"trace", "write a simulated timeline as a Chrome trace (Perfetto, chrome://tracing)",
+     cmd_trace},
+    {"timeline", "print a simulated timeline for a terminal: a line per rank, a letter per time",
+     cmd_timeline},
 };
 
 } // namespace ppsched::cli

@@ -1,0 +1,223 @@
+#pragma once
+/// \file timeline_source.hpp
+/// The input of the drawing subcommands (`render`, `trace`, `timeline`): a schedule by name or a
+/// CSV order, costs, optional lowering and step layout, simulated into an `io::chart`; plus the
+/// summary they print (makespan, bubble, peak memory per rank).
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <ppsched/algorithms/add_spacing.hpp>
+#include <ppsched/algorithms/lower.hpp>
+#include <ppsched/algorithms/simulate.hpp>
+#include <ppsched/algorithms/simulate_steps.hpp>
+#include <ppsched/algorithms/step_timeline.hpp>
+#include <ppsched/config.hpp>
+#include <ppsched/io/svg.hpp>
+#include <ppsched/registry.hpp>
+
+#include "cli.hpp"
+#include "cost_options.hpp"
+#include "input.hpp"
+#include "schedule_options.hpp"
+
+namespace ppsched::cli {
+
+/// The options that choose what to draw, shared by the drawing subcommands.
+inline constexpr std::array<option, 10> timeline_source_options{{
+    {"--ranks", "P", "pipeline ranks (required with NAME)"},
+    {"--microbatches", "M", "microbatches per iteration (required with NAME)"},
+    {"--stages-per-rank", "V", "stages per rank (default: the schedule's)"},
+    {"--csv", "FILE", "draw the order in FILE (PyTorch's CSV; '-' for stdin) instead of NAME"},
+    {"--placement", "P",
+     "with --csv: where the file's stages live, loop, v or dual; default: inferred"},
+    {"--lower", "",
+     "draw the lowered order (sends, receives, FSDP on a thin lane under each rank)"},
+    {"--steps", "",
+     "one unit per step, laid out by dependencies as PyTorch's visualizer does (no costs)"},
+    {"--per-rank", "",
+     "the costs are a rank's share of the model: each of its V stages costs 1/V of them"},
+    {"--max-actions", "N", "refuse orders with more actions than N (default 50000000)"},
+    schedule_param_options[0],
+}};
+
+/// A command's own options, then the source options, then the cost options.
+template <std::size_t N>
+[[nodiscard]] constexpr auto with_timeline_options(const std::array<option, N>& own) {
+    std::array<option, N + timeline_source_options.size()> all{};
+    for (std::size_t i = 0; i < N; ++i) all[i] = own[i];
+    for (std::size_t i = 0; i < timeline_source_options.size(); ++i)
+        all[N + i] = timeline_source_options[i];
+    return with_cost_options(all);
+}
+
+/// What the source options produced.
+struct loaded_timeline {
+    io::chart chart;     ///< what to draw (with `--steps`: the step layout)
+    simulation timed;    ///< the timed simulation (the summary's numbers)
+    std::string problem; ///< non-empty when the order deadlocks or cannot be simulated
+};
+
+namespace detail {
+
+// "F 1, I 1, W 1, B 2" and the message and FSDP costs when they are not zero.
+inline std::string describe_costs(const cost_model& costs) {
+    const resolved_stage_costs c = costs.at(0);
+    std::string s = costs.per_stage.empty() ? "costs: " : "costs of stage 0: ";
+    s += "F " + format_number(c.forward) + ", I " + format_number(c.backward_input) + ", W " +
+         format_number(c.backward_weight) + ", B " + format_number(c.full_backward);
+    if (c.overlap_f_b) s += ", F+B overlapped " + format_number(*c.overlap_f_b);
+    if (costs.message_time() > 0) s += ", message " + format_number(costs.message_time());
+    if (c.unshard > 0) s += ", UNSHARD " + format_number(c.unshard);
+    if (c.reduce_grad > 0) s += ", REDUCE_GRAD " + format_number(c.reduce_grad);
+    return s;
+}
+
+} // namespace detail
+
+/// Reads the source and cost options of `a`, builds the order, lowers it with `--lower`,
+/// simulates it and, with `--steps`, lays it out one unit per step. Throws `usage_error`,
+/// `parse_error` or `config_error` for bad usage or input (exit status 2). A deadlock or an
+/// order the simulator cannot run is not thrown: `problem` says what happened.
+[[nodiscard]] inline loaded_timeline load_timeline(const args& a) {
+    const long long max_actions = a.integer("--max-actions", 1, 1LL << 40, 50'000'000);
+    loaded_timeline out;
+    order o;
+    const schedule_entry* entry = nullptr; // with NAME: generated once the costs are known
+    config generated;
+    if (auto csv = a.value("--csv")) {
+        a.expect_positionals(0, 0, "");
+        for (const char* opt :
+             {"--ranks", "--microbatches", "--stages-per-rank", "--microbatch-group-size"})
+            if (a.has(opt))
+                throw usage_error(std::string(opt) + " cannot be used with --csv (the order "
+                                                     "in the file has its own configuration)");
+        o = read_order(*csv);
+        out.chart.name = source_name(*csv);
+        if (auto name = a.value("--placement")) {
+            config cfg = o.cfg();
+            if (!parse_placement(*name, cfg.placement))
+                throw usage_error("--placement must be loop, v or dual, got '" + *name + "'");
+            check(cfg);
+            o = order(cfg, std::vector<rank_slots>(o.begin(), o.end()));
+        }
+    } else {
+        a.expect_positionals(1, 1, "NAME (or --csv FILE)");
+        if (a.has("--placement"))
+            throw usage_error("--placement needs --csv (a schedule has its own placement)");
+        const schedule_entry* found = builtin_schedules().find(a.positionals()[0]);
+        if (found == nullptr)
+            throw usage_error("unknown schedule '" + a.positionals()[0] +
+                              "'; 'ppsched schedules' lists them");
+        if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
+        if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
+        config cfg;
+        cfg.ranks = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
+        cfg.microbatches = static_cast<int>(a.integer("--microbatches", 1, 1LL << 30, 1));
+        cfg.stages_per_rank = static_cast<int>(
+            a.integer("--stages-per-rank", 1, max_stage + 1, found->default_stages_per_rank));
+        const long long actions = 3LL * cfg.ranks * cfg.stages_per_rank * cfg.microbatches;
+        if (actions > max_actions)
+            throw usage_error("the order would have up to " + std::to_string(actions) +
+                              " actions, more than --max-actions " + std::to_string(max_actions));
+        entry = found;
+        generated = cfg;
+        out.chart.name = found->pytorch_name;
+    }
+    const bool steps = a.has("--steps");
+    if (steps)
+        for (const option& c : cost_option_list)
+            if (a.has(c.name))
+                throw usage_error(std::string(c.name) +
+                                  " has no effect with --steps (every action takes one step)");
+    cost_model costs = read_cost_options(a);
+    if (a.has("--per-rank")) {
+        if (!costs.per_stage.empty())
+            throw usage_error("--per-rank cannot split a cost file's per-stage values");
+        costs =
+            split_over_stages(costs, entry ? generated.stages_per_rank : o.cfg().stages_per_rank);
+    }
+    if (entry != nullptr) // a cost-aware schedule plans with the costs it is timed with
+        o = builtin_schedules().generate(entry->name, generated,
+                                         with_costs(*entry, read_schedule_params(a), costs));
+    if (static_cast<long long>(o.action_count()) > max_actions)
+        throw usage_error("the order has " + std::to_string(o.action_count()) +
+                          " actions, more than --max-actions " + std::to_string(max_actions));
+    if (a.has("--lower")) o = lower(o);
+
+    out.chart.cfg = o.cfg();
+    out.timed = simulate(o, costs);
+    if (!out.timed) {
+        out.problem = describe_problem(out.timed);
+        return out;
+    }
+    out.chart.steps = steps;
+    if (!steps) {
+        out.chart.sim = out.timed;
+        out.chart.note = detail::describe_costs(costs);
+        return out;
+    }
+    const bool has_comm =
+        std::any_of(out.timed.timeline.begin(), out.timed.timeline.end(),
+                    [](const timed_action& t) { return !is_compute(t.act.kind()); });
+    if (has_comm) {
+        // PyTorch's unit-step run of a lowered order: a receive waits for its send's step.
+        const step_simulation run = simulate_steps(o);
+        if (!run) {
+            out.problem = "the step layout gets stuck: rank " + std::to_string(run.stuck[0].rank) +
+                          " at " + to_string(run.stuck[0].blocked);
+            return out;
+        }
+        out.chart.sim = step_timeline(run.timeline);
+        out.chart.note = "one step per action, as PyTorch's _simulate_comms_compute runs them";
+    } else {
+        out.chart.sim = step_timeline(add_spacing(o));
+        out.chart.note = "one step per action, spaced by dependencies as PyTorch's visualizer "
+                         "(add_schedule_op_spacing)";
+    }
+    return out;
+}
+
+/// The summary the drawing subcommands print: the title, makespan, ideal time, bubble, and
+/// each rank's busy and idle time, peak activations and peak memory.
+[[nodiscard]] inline std::string timeline_summary(const loaded_timeline& t) {
+    io::chart timed = t.chart;
+    timed.steps = false;
+    const simulation& sim = t.timed;
+    std::string out = ppsched::detail::svg::chart_title(timed) + "\n";
+    auto row = [&](const std::string& label, const std::string& value, const std::string& note) {
+        out += "  " + label + std::string(15 - label.size(), ' ') + value;
+        if (!note.empty())
+            out += std::string(value.size() < 12 ? 12 - value.size() : 1, ' ') + note;
+        out += "\n";
+    };
+    row("makespan", format_number(sim.makespan), "");
+    row("ideal", format_number(sim.ideal),
+        "total compute " + format_number(sim.total_compute) + " / " +
+            std::to_string(sim.ranks.size()) + " ranks");
+    row("bubble ratio", format_number(sim.bubble_ratio), "(makespan - ideal) / ideal");
+    row("bubble", format_number(100 * sim.bubble_fraction) + " %", "idle / (ranks x makespan)");
+    out += "\n";
+    std::vector<std::array<std::string, 6>> rows{
+        {"rank", "busy", "idle", "bubble", "peak act.", "peak memory"}};
+    for (const auto& r : sim.ranks)
+        rows.push_back({std::to_string(r.rank), format_number(r.busy), format_number(r.idle),
+                        format_number(100 * r.bubble_fraction) + " %",
+                        format_number(r.peak_activations), format_number(r.peak_memory)});
+    std::array<std::size_t, 6> width{};
+    for (const auto& r : rows)
+        for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    for (const auto& r : rows) {
+        std::string line = " ";
+        for (std::size_t i = 0; i < r.size(); ++i)
+            line += " " + r[i] + std::string(width[i] - r[i].size(), ' ');
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out += line + "\n";
+    }
+    return out;
+}
+
+} // namespace ppsched::cli
