@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds ppsched's command-line tool (release preset) and runs the main job: the step table of
-# an example pipeline order. Installs missing Debian packages first when run as root.
-# Usage: scripts/run-example.sh [FILE.csv]   (default: examples/interleaved_1f1b_4x8.csv)
+# Builds ppsched's command-line tool (release preset) and runs the main job on a default example:
+# draws ZBVZeroBubble on 4 ranks with 8 microbatches as an SVG picture (build/zbv_4x8.svg),
+# prints its summary (makespan, bubble, peak memory per rank), where the picture is, and its
+# timeline as text. Installs missing Debian packages first when run as root.
+# Usage: scripts/run-example.sh [FILE.csv]   (a PyTorch CSV order instead: build/<name>.svg)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -15,7 +17,17 @@ cmake --preset release >build/release-configure.log 2>&1 || {
 }
 cmake --build --preset release --target ppsched-cli
 
-example=${1:-examples/interleaved_1f1b_4x8.csv}
-echo
-echo "\$ ppsched show $example"
-build/release/tools/ppsched show "$example"
+if [[ $# -gt 0 ]]; then
+  source=(--csv "$1")
+  picture=$root/build/$(basename "${1%.csv}").svg
+else
+  source=(ZBVZeroBubble --ranks 4 --microbatches 8)
+  picture=$root/build/zbv_4x8.svg
+fi
+run() {
+  echo
+  echo "\$ ppsched $*"
+  build/release/tools/ppsched "$@"
+}
+run render "${source[@]}" --output "$picture"
+run timeline "${source[@]}"
