@@ -3,6 +3,7 @@
 /// The error model: preconditions on configurations (`config_error`) and malformed text
 /// (`parse_error`). Schedule data is never an error: `validate` reports it instead.
 
+#include <charconv>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -40,7 +41,14 @@ inline void append_piece(std::string& out, char c) { out += c; }
 template <class T>
     requires std::is_arithmetic_v<T>
 void append_piece(std::string& out, T v) {
-    out += std::to_string(v);
+    if constexpr (std::is_floating_point_v<T>) {
+        // The shortest text that reads back as v ("7.5", not "7.500000").
+        char buf[64];
+        const auto res = std::to_chars(buf, buf + sizeof buf, v);
+        out.append(buf, res.ptr);
+    } else {
+        out += std::to_string(v);
+    }
 }
 
 /// Deliberately not constexpr: reaching it during constant evaluation makes the compiler
