@@ -25,8 +25,9 @@ TEST_CASE("the registry finds schedules by PyTorch's and C++ names, ignoring cas
 
 TEST_CASE("the registry lists every schedule with its constraints", "[registry]") {
     const auto entries = ppsched::builtin_schedules().entries();
-    // PyTorch's 7, Megatron's interleaved, 2 overlapped 1F1B, DualPipe, ZB-H1, ZB-H2, 1F1B-V
-    REQUIRE(entries.size() == 14);
+    // PyTorch's 7, Megatron's interleaved, 2 overlapped 1F1B, DualPipe, ZB-H1, ZB-H2, 1F1B-V,
+    // ZB-1P, ZB-2P, ZB, ZB-V, V-Half, V-Min
+    REQUIRE(entries.size() == 20);
     for (const auto& e : entries) {
         INFO(e.name);
         CHECK(!e.constraints.empty());

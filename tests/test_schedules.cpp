@@ -24,6 +24,11 @@ TEST_CASE("every schedule validates at compile time through the umbrella header"
     STATIC_REQUIRE(ppsched::validate(ppsched::generate<ppsched::zbv_zero_bubble>(cfg)));
     STATIC_REQUIRE(ppsched::validate(ppsched::generate<ppsched::dualpipe_v>(cfg)));
     STATIC_REQUIRE(ppsched::validate(ppsched::generate<ppsched::dualpipe>(cfg)));
+    STATIC_REQUIRE(ppsched::validate(
+        ppsched::generate<ppsched::zb_1p>(ppsched::config{.ranks = 4, .microbatches = 8})));
+    STATIC_REQUIRE(ppsched::validate(ppsched::generate<ppsched::zb_v>(cfg)));
+    STATIC_REQUIRE(ppsched::validate(ppsched::generate<ppsched::v_half>(cfg)));
+    STATIC_REQUIRE(ppsched::validate(ppsched::generate<ppsched::v_min>(cfg)));
 }
 
 namespace {
@@ -50,6 +55,8 @@ bool documented_support(const std::string& name, const ppsched::config& c) {
     if (name == "zb_h1" || name == "zb_h2")
         return c.stages_per_rank == 1 && c.microbatches >= 2 * c.ranks;
     if (name == "one_f_one_b_v") return c.stages_per_rank == 2;
+    if (name == "zb_1p" || name == "zb_2p" || name == "zb_auto") return c.stages_per_rank == 1;
+    if (name == "zb_v" || name == "v_half" || name == "v_min") return c.stages_per_rank == 2;
     return false;
 }
 } // namespace

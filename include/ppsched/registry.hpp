@@ -31,8 +31,13 @@
 #include "ppsched/schedules/one_f_one_b.hpp"
 #include "ppsched/schedules/one_f_one_b_overlap.hpp"
 #include "ppsched/schedules/one_f_one_b_v.hpp"
+#include "ppsched/schedules/v_half.hpp"
+#include "ppsched/schedules/v_min.hpp"
+#include "ppsched/schedules/zb_auto.hpp"
+#include "ppsched/schedules/zb_costs.hpp"
 #include "ppsched/schedules/zb_h1.hpp"
 #include "ppsched/schedules/zb_h2.hpp"
+#include "ppsched/schedules/zb_v.hpp"
 #include "ppsched/schedules/zbv_zero_bubble.hpp"
 
 namespace ppsched {
@@ -233,7 +238,12 @@ class schedule_registry {
 
 /// Every schedule ppsched provides, in PyTorch's `get_schedule_class` order.
 [[nodiscard]] inline const schedule_registry& builtin_schedules() {
-    static const schedule_registry registry = [] {
+    // The planning costs of the cost-aware schedules: the given model (its per-stage entries
+    // are read in place while the schedule generates), or the default one.
+    constexpr auto zb_costs_of = [](const schedule_params& params) {
+        return params.costs ? to_zb_costs(*params.costs) : zb_costs{};
+    };
+    static const schedule_registry registry = [zb_costs_of] {
         schedule_registry r;
         r.add<one_f_one_b>({1, "one forward, one backward; activations bounded by the ranks "
                                "(PipeDream-Flush, Narayanan et al. 2021)"});
@@ -281,6 +291,50 @@ class schedule_registry {
                          "activations (Qi et al. ICLR 2024)"});
         r.add<one_f_one_b_v>({2, "1F1B on the V placement with fused backwards: about 2/3 of "
                                  "1F1B's activations (Qi et al. NeurIPS 2024)"});
+        // The zero-bubble authors' cost- and memory-aware schedules, by the names of their code:
+        // they plan with the cost model (and memory limit) given as parameters.
+        const schedule_param_info costs_param{
+            "costs", "the cost model the schedule plans with: F, I, W (per stage), message time, "
+                     "activation memory and the part of it I frees (default: F = I = W = 1, "
+                     "free messages)"};
+        r.add<zb_1p>({1,
+                      "zero bubble, automatic: planned with the costs, within 1F1B's memory (Qi "
+                      "et al. ICLR 2024)",
+                      {},
+                      {costs_param}},
+                     [zb_costs_of](const schedule_params& p) { return zb_1p{zb_costs_of(p)}; });
+        r.add<zb_2p>({1,
+                      "zero bubble, automatic: planned with the costs, within twice 1F1B's "
+                      "memory (Qi et al. ICLR 2024)",
+                      {},
+                      {costs_param}},
+                     [zb_costs_of](const schedule_params& p) { return zb_2p{zb_costs_of(p)}; });
+        r.add<zb_auto>(
+            {1,
+             "zero bubble, automatic: planned with the costs within any memory limit (Qi et al. "
+             "ICLR 2024)",
+             {},
+             {costs_param,
+              {"memory_limit", "activation memory a rank may hold, in the units of the cost "
+                               "model's activation (unset: no limit)"}}},
+            [zb_costs_of](const schedule_params& p) {
+                return zb_auto{zb_costs_of(p), p.memory_limit.value_or(0)};
+            });
+        r.add<zb_v>({2,
+                     "zero bubble on the V placement, automatic: planned with the costs, within "
+                     "1F1B's memory or a larger limit (Qi et al. ICLR 2024)",
+                     {},
+                     {costs_param,
+                      {"memory_limit", "activation memory a rank may hold, in the units of the "
+                                       "cost model's activation per stage (unset and least: 2 * "
+                                       "ranks of them)"}}},
+                    [zb_costs_of](const schedule_params& p) {
+                        return zb_v{zb_costs_of(p), p.memory_limit.value_or(0)};
+                    });
+        r.add<v_half>({2, "controllable memory on the V placement: about half of 1F1B's "
+                          "activations (Qi et al. NeurIPS 2024)"});
+        r.add<v_min>({2, "controllable memory on the V placement: about a third of 1F1B's "
+                         "activations (Qi et al. NeurIPS 2024)"});
         return r;
     }();
     return registry;
