@@ -22,6 +22,7 @@ namespace detail {
 template <class Row>
 constexpr rank_slots reduce_grad_row(const Row& row, const config& cfg) {
     rank_slots out;
+    reserve_for(out, row, static_cast<std::size_t>(cfg.stages_per_rank)); // + REDUCE_GRADs
     std::vector<int> count; // per stage, grown on demand
     for (const auto& s : row) {
         const action* a = slot_action(s);

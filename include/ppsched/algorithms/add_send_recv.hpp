@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 #include "ppsched/action.hpp"
@@ -40,11 +41,17 @@ class send_recv_pass {
         stages_ = cfg_.num_stages();
         microbatches_ = cfg_.microbatches;
         stage_rank_.assign(static_cast<std::size_t>(stages_), -1);
+        // Forward and input-backward parts per stage, and actions per rank: each placed part
+        // sends at most once, so the output rows can be reserved at their final size.
+        std::vector<std::size_t> forwards(static_cast<std::size_t>(stages_), 0);
+        std::vector<std::size_t> backwards(static_cast<std::size_t>(stages_), 0);
+        out_size_.assign(static_cast<std::size_t>(ranks), 0);
         // PyTorch takes each stage's rank from the order itself; a stage the order never
         // mentions falls back to the configured placement.
         for (int r = 0; r < ranks; ++r) {
             for (const slot& s : in_.rank(r)) {
                 if (!s) continue;
+                ++out_size_[static_cast<std::size_t>(r)];
                 PPSCHED_EXPECTS(!is_p2p(s->kind()), "ppsched::add_send_recv: rank ", r,
                                 " already has ", code(s->kind()),
                                 " actions (the order is lowered already)");
@@ -53,6 +60,11 @@ class send_recv_pass {
                                     p.stage(), " on rank ", r, " is out of range (", stages_,
                                     " stages)");
                     if (p.microbatch() >= microbatches_) microbatches_ = p.microbatch() + 1;
+                    const auto st = static_cast<std::size_t>(p.stage());
+                    if (p.kind() == action_kind::forward) ++forwards[st];
+                    if (p.kind() == action_kind::backward_input ||
+                        p.kind() == action_kind::full_backward)
+                        ++backwards[st];
                     int& owner = stage_rank_[static_cast<std::size_t>(p.stage())];
                     PPSCHED_EXPECTS(owner == -1 || owner == r, "ppsched::add_send_recv: stage ",
                                     p.stage(), " appears on rank ", owner, " and on rank ", r);
@@ -63,6 +75,18 @@ class send_recv_pass {
         for (int s = 0; s < stages_; ++s)
             if (stage_rank_[static_cast<std::size_t>(s)] == -1)
                 stage_rank_[static_cast<std::size_t>(s)] = cfg_.stage_to_rank(s);
+        for (int s = 0; s < stages_; ++s) {
+            const auto st = static_cast<std::size_t>(s);
+            const int r = rank_of(s), next = cfg_.next_stage(s), prev = cfg_.previous_stage(s);
+            if (next >= 0 && rank_of(next) != r) { // a SEND_F here, a RECV_F there
+                out_size_[static_cast<std::size_t>(r)] += forwards[st];
+                out_size_[static_cast<std::size_t>(rank_of(next))] += forwards[st];
+            }
+            if (prev >= 0 && rank_of(prev) != r) { // a SEND_B here, a RECV_B there
+                out_size_[static_cast<std::size_t>(r)] += backwards[st];
+                out_size_[static_cast<std::size_t>(rank_of(prev))] += backwards[st];
+            }
+        }
         flags_.assign(static_cast<std::size_t>(stages_) * static_cast<std::size_t>(microbatches_),
                       0);
     }
@@ -74,7 +98,7 @@ class send_recv_pass {
         in_current_.assign(ranks, 0);
         in_next_.assign(ranks, 0);
         for (std::size_t r = 0; r < ranks; ++r) {
-            out_[r].reserve(in_[r].size() * 2);
+            out_[r].reserve(out_size_[r]);
             if (!in_[r].empty()) schedule_next(static_cast<int>(r));
         }
         while (!next_.empty()) {
@@ -136,6 +160,11 @@ class send_recv_pass {
     constexpr void visit(int r) {
         const auto ri = static_cast<std::size_t>(r);
         const slot& head = in_[ri][pos_[ri]];
+        // Ranks take turns one item at a time, so the rows are read and written as many
+        // interleaved streams, more than the hardware prefetcher follows: fetch a rank's next
+        // cache lines ahead of its next turns.
+        prefetch_ahead(in_[ri], pos_[ri]);
+        prefetch_ahead(out_[ri], out_[ri].size());
         if (head) {
             bool ok = true;
             for_each_part(*head, [&](const action& p) { ok = ok && ready(p, r); });
@@ -169,6 +198,7 @@ class send_recv_pass {
     constexpr void deliver(const action& recv, int sender) {
         const int q = rank_of(recv.stage());
         const auto qi = static_cast<std::size_t>(q);
+        prefetch_ahead(out_[qi], out_[qi].size());
         out_[qi].push_back(recv);
         flags(recv.stage(), recv.microbatch()) |=
             recv.kind() == action_kind::recv_f ? got_recv_f : got_recv_b;
@@ -185,6 +215,13 @@ class send_recv_pass {
         }
     }
 
+    /// Prefetches `row[i + 8]` (two cache lines ahead) at run time, if it is in the row's
+    /// allocation.
+    static constexpr void prefetch_ahead(const rank_slots& row, std::size_t i) {
+        if (!std::is_constant_evaluated() && i + 8 < row.capacity())
+            __builtin_prefetch(row.data() + i + 8);
+    }
+
     constexpr void schedule_next(int r) {
         const auto ri = static_cast<std::size_t>(r);
         if (in_next_[ri]) return;
@@ -197,6 +234,7 @@ class send_recv_pass {
     int stages_ = 0;
     int microbatches_ = 0;
     std::vector<int> stage_rank_;
+    std::vector<std::size_t> out_size_; // per rank: the length of its output row
     std::vector<std::uint8_t> flags_;
     std::vector<rank_slots> out_;
     std::vector<std::size_t> pos_;

@@ -97,6 +97,7 @@ class lookahead_windows {
 template <class Row>
 constexpr rank_slots unshard_reshard_row(const Row& row, int prefetch) {
     std::vector<action> acts;
+    reserve_for(acts, row);
     for (const auto& s : row)
         if (const action* a = slot_action(s)) acts.push_back(*a);
     const lookahead_windows windows(acts, prefetch);

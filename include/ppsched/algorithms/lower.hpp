@@ -39,13 +39,28 @@ struct lower_options {
 template <order_range R>
 [[nodiscard]] constexpr order lower(const R& rows, const config& cfg,
                                     const lower_options& options = {}) {
-    order o = detail::copy_rows(rows, cfg, "ppsched::lower");
-    detail::expect_compute_only(o, "ppsched::lower");
-    if (options.merge_bw) o = merge_bw(o);
-    if (options.unshard_reshard) o = add_unshard_reshard(o, options.prefetch);
-    if (options.reduce_grad) o = add_reduce_grad(o);
-    o.drop_idle(); // already done by the passes above, unless both are off
-    return add_send_recv(o);
+    detail::expect_row_count(rows, cfg, "ppsched::lower");
+    detail::expect_compute_only(rows, "ppsched::lower");
+    if (options.unshard_reshard)
+        PPSCHED_EXPECTS(options.prefetch >= 1,
+                        "ppsched::add_unshard_reshard: prefetch must be >= 1 (got ",
+                        options.prefetch, ")");
+    // The per-rank passes run back to back on one rank's row while it is in cache, instead of
+    // each pass walking (and copying) the whole order. Idle slots are dropped by the first.
+    std::vector<rank_slots> out;
+    out.reserve(static_cast<std::size_t>(cfg.ranks));
+    for (const auto& row : rows) {
+        rank_slots r;
+        if (options.merge_bw)
+            r = detail::merge_bw_row(row);
+        else
+            r = detail::compact_row(row);
+        if (options.unshard_reshard) r = detail::unshard_reshard_row(r, options.prefetch);
+        if (options.reduce_grad) r = detail::reduce_grad_row(r, cfg);
+        out.push_back(std::move(r));
+    }
+    const order compact(cfg, std::move(out));
+    return add_send_recv(compact);
 }
 
 /// `lower(o, o.cfg(), options)`.

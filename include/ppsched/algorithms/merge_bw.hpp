@@ -21,6 +21,7 @@ namespace detail {
 template <class Row>
 constexpr rank_slots merge_bw_row(const Row& row) {
     rank_slots acts;
+    reserve_for(acts, row);
     for (const auto& s : row)
         if (const action* a = slot_action(s)) acts.push_back(*a);
     rank_slots out;

@@ -3,6 +3,7 @@
 /// Helpers shared by the lowering passes (algorithms/add_*.hpp, merge_bw.hpp, lower.hpp).
 
 #include <array>
+#include <ranges>
 #include <cstddef>
 #include <string_view>
 #include <utility>
@@ -15,13 +16,33 @@
 
 namespace ppsched::detail {
 
+/// Reserves room for the elements of `range` (plus `extra`) when its size is known in advance
+/// (a sized range), so that copying it does not grow `v` step by step.
+template <class T, class Range>
+constexpr void reserve_for(std::vector<T>& v, const Range& range, std::size_t extra = 0) {
+    if constexpr (std::ranges::sized_range<const Range>)
+        v.reserve(static_cast<std::size_t>(std::ranges::size(range)) + extra);
+}
+
+/// The actions of a row, idle slots dropped.
+template <class Row>
+[[nodiscard]] constexpr rank_slots compact_row(const Row& row) {
+    rank_slots out;
+    reserve_for(out, row);
+    for (const auto& s : row)
+        if (const action* a = slot_action(s)) out.push_back(*a);
+    return out;
+}
+
 /// Copies an order range into an `order` for `cfg` (slots kept, idle included), checking that
 /// it has one row per rank. `api` names the caller in the error message.
 template <order_range R>
 [[nodiscard]] constexpr order copy_rows(const R& rows, const config& cfg, std::string_view api) {
     std::vector<rank_slots> out;
+    reserve_for(out, rows);
     for (const auto& row : rows) {
         rank_slots r;
+        reserve_for(r, row);
         for (const auto& s : row) {
             const action* a = slot_action(s);
             r.push_back(a ? slot(*a) : slot());
@@ -42,17 +63,34 @@ constexpr void for_each_part(const action& a, F&& f) {
     for (int i = 0; i < n; ++i) f(parts[static_cast<std::size_t>(i)]);
 }
 
-/// Requires that a row holds only compute actions (and idle slots), as PyTorch's
+/// Requires one row per rank: `api` names the caller in the error message.
+template <order_range R>
+constexpr void expect_row_count(const R& rows, const config& cfg, std::string_view api) {
+    std::size_t n = 0;
+    for (const auto& row : rows) {
+        (void)row;
+        ++n;
+    }
+    PPSCHED_EXPECTS(n == static_cast<std::size_t>(cfg.ranks), api, ": the order has ", n,
+                    " rows but the configuration has ", cfg.ranks, " ranks");
+}
+
+/// Requires that every row holds only compute actions (and idle slots), as PyTorch's
 /// `_prepare_schedule_with_comms` does for a compute-only order.
-constexpr void expect_compute_only(const order& o, std::string_view api) {
-    for (std::size_t r = 0; r < o.size(); ++r) {
-        for (std::size_t i = 0; i < o[r].size(); ++i) {
-            const action* a = o[r][i].get();
+template <order_range R>
+constexpr void expect_compute_only(const R& rows, std::string_view api) {
+    std::size_t r = 0;
+    for (const auto& row : rows) {
+        std::size_t i = 0;
+        for (const auto& s : row) {
+            const action* a = slot_action(s);
             PPSCHED_EXPECTS(a == nullptr || is_compute(a->kind()), api,
                             ": expected a compute-only order but rank ", r, " has ",
                             code(a ? a->kind() : action_kind::forward), " at position ", i,
                             " (lowered orders cannot be lowered again)");
+            ++i;
         }
+        ++r;
     }
 }
 
