@@ -169,7 +169,7 @@ struct rgb {
 }
 
 /// Estimated width of `text` in DejaVu Sans at `px`: its digits are 0.64 em wide, so a label
-/// of digits never overflows its box; words average less (`em` = 0.58).
+/// of digits never overflows its box; capitals and words need about 0.62 em.
 [[nodiscard]] inline double text_width(std::string_view text, double px,
                                        double em = 0.64) noexcept {
     return static_cast<double>(text.size()) * px * em;
@@ -368,7 +368,7 @@ struct svg_layout {
     double lx = 12;
     auto legend_item = [&](const std::vector<std::string>& fills, std::string_view label,
                            bool tick) {
-        const double w = 14.0 * static_cast<double>(fills.size()) + 6 + text_width(label, 12, 0.58);
+        const double w = 14.0 * static_cast<double>(fills.size()) + 6 + text_width(label, 12, 0.62);
         if (lx + w > width - 12 && lx > 12) {
             lx = 12;
             y += 18;
@@ -386,7 +386,7 @@ struct svg_layout {
                 "\">";
         append_xml_escaped(head, label);
         head += "</text>\n";
-        lx += 6 + text_width(label, 12, 0.58) + 14;
+        lx += 6 + text_width(label, 12, 0.62) + 14;
     };
     for (int k = 0; k < 10; ++k) {
         if (!kinds_used[static_cast<std::size_t>(k)]) continue;
