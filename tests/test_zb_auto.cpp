@@ -201,6 +201,24 @@ TEST_CASE("zb_1p's longest rank span is no longer than 1F1B's, zb_2p's no longer
     }
 }
 
+TEST_CASE("zb_2p has no bubble inside any rank's span when F = I = W and microbatches >= 2 * "
+          "ranks",
+          "[zb_auto]") {
+    // The paper's ZB-2P: twice 1F1B's memory buys (nearly) zero bubble.
+    for (double unit : {1.0, 2.5})
+        for (int p = 1; p <= 10; ++p)
+            for (int m = 2 * p; m <= 5 * p; ++m) {
+                INFO("p=" << p << " m=" << m << " F=I=W=" << unit);
+                const zb_costs c{.forward = unit, .backward_input = unit, .backward_weight = unit};
+                const auto sim = ppsched::simulate(
+                    ppsched::generate(ppsched::zb_2p{c}, config{.ranks = p, .microbatches = m}),
+                    model_of(c));
+                REQUIRE(sim);
+                for (double b : ppsched_test::rank_span_bubbles(sim)) CHECK(b == Approx(0));
+                CHECK(ppsched_test::peak_activations(sim) <= 2 * p);
+            }
+}
+
 TEST_CASE("zb_auto rejects what the authors' planner cannot serve, with the reason", "[zb_auto]") {
     using Catch::Matchers::Contains;
     CHECK_THROWS_WITH(ppsched::generate(ppsched::zb_auto{{}, 0.5}, cfg48),
