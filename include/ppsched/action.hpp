@@ -91,7 +91,10 @@ public:
 
     /// Any kind but OVERLAP_F_B. Requires: a microbatch exactly for the kinds that take one,
     /// indices in range.
-    constexpr action(int stage, action_kind kind, int microbatch = no_microbatch)
+    /// (Always inlined: generators build actions in their hottest loops, and an out-of-line
+    /// constructor returns them through the stack, a store-forwarding stall per action.)
+    [[gnu::always_inline]] constexpr action(int stage, action_kind kind,
+                                            int microbatch = no_microbatch)
         : stage_(checked_stage(stage)), kind_(kind), microbatch_(microbatch) {
         PPSCHED_EXPECTS(kind != action_kind::overlap_f_b,
                         "ppsched::action: build OVERLAP_F_B with action::overlap(forward, backward)");
