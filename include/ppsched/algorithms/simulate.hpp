@@ -142,6 +142,14 @@ class simulator {
   private:
     template <order_range R>
     constexpr void flatten(const R& rows) {
+        // Count first, so that the timeline (48 bytes per action) is allocated once.
+        std::size_t actions = 0, row_count = 0;
+        for (const auto& row : rows) {
+            ++row_count;
+            for (const auto& s : row) actions += slot_action(s) ? 1 : 0;
+        }
+        out_.timeline.reserve(actions);
+        begin_.reserve(row_count + 1);
         begin_.push_back(0);
         int r = 0;
         for (const auto& row : rows) {
@@ -200,9 +208,12 @@ class simulator {
 
     constexpr void execute() {
         const auto R = static_cast<std::size_t>(ranks_);
-        time_.assign(key_kinds * stages_ * mbs_, -1.0);
+        // Keys are kind-major: a compute-only order only ever reaches the forward and gradient
+        // keys, so it needs a third of the tables (and no RECV entries).
+        const std::size_t kinds = out_.lowered ? key_kinds : key_grad + 1;
+        time_.assign(kinds * stages_ * mbs_, -1.0);
         waiters_.assign(time_.size(), -1);
-        recv_entry_.assign(2 * stages_ * mbs_, 0);
+        recv_entry_.assign(out_.lowered ? 2 * stages_ * mbs_ : 0, 0);
         unshard_end_.assign(stages_, 0.0);
         next_waiter_.assign(R, -1);
         blocked_on_.assign(R, 0);
