@@ -1,4 +1,4 @@
-// `ppsched generate NAME --ranks P --microbatches M [--stages-per-rank V] [--format csv|table]
+// `ppsched generate NAME --ranks P --microbatches M [--stages-per-rank V] [--format csv|table|none]
 // [--lower] [--microbatch-group-size G] [--f X --i X --w X --comm X] [--memory-limit X]`:
 // prints the compute-only pipeline order of a schedule (cost- and memory-aware ones planned
 // with the given costs and limit), or with --lower what a runtime executes (PyTorch's lowering:
@@ -27,8 +27,9 @@ constexpr option generate_options[] = {
     {"--stages-per-rank", "V",
      "stages per rank (default: the schedule's, see 'ppsched schedules')"},
     {"--format", "FORMAT",
-     "csv (PyTorch's CSV, one row per rank; the default) or table "
-     "(PyTorch's step table)"},
+     "csv (PyTorch's CSV, one row per rank; the default), table "
+     "(PyTorch's step table), or none (generate, and lower with --lower, but print nothing: "
+     "for timing)"},
     {"--lower", "",
      "print the lowered order a runtime executes (PyTorch's _prepare_schedule_with_comms)"},
     schedule_param_options[0],
@@ -73,8 +74,8 @@ int cmd_generate(std::span<const std::string> argv, output& out) {
     if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
     if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
     const std::string format = a.value("--format").value_or("csv");
-    if (format != "csv" && format != "table")
-        throw usage_error("--format must be csv or table, got '" + format + "'");
+    if (format != "csv" && format != "table" && format != "none")
+        throw usage_error("--format must be csv or table (or none), got '" + format + "'");
 
     constexpr long long max_int = 1LL << 30;
     config cfg;
@@ -91,7 +92,10 @@ int cmd_generate(std::span<const std::string> argv, output& out) {
     order o = builtin_schedules().generate(entry.name, cfg,
                                            read_planning_params(a, read_schedule_params(a)));
     if (a.has("--lower")) o = lower(o);
-    out.out = format == "csv" ? io::write_csv(o) : io::format_step_table(o);
+    if (format == "csv")
+        out.out = io::write_csv(o);
+    else if (format == "table")
+        out.out = io::format_step_table(o);
     return exit_ok;
 }
 
