@@ -18,6 +18,7 @@
 #include "ppsched/io/step_table.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/detail/action_table.hpp"
+#include "ppsched/detail/dense_array.hpp"
 #include "ppsched/order.hpp"
 
 namespace ppsched {
@@ -233,7 +234,9 @@ class validator {
     [[nodiscard]] constexpr order_pos pos(event_class c, int stage, int mb) const noexcept {
         return first_[cell(static_cast<int>(c), stage, mb)];
     }
-    [[nodiscard]] constexpr int home(int stage) const noexcept { return cfg_.stage_to_rank(stage); }
+    [[nodiscard]] constexpr int home(int stage) const noexcept {
+        return geo_[static_cast<std::size_t>(stage)].home;
+    }
     /// Whether a stage's neighbour `peer` exists and lives on another rank.
     [[nodiscard]] constexpr bool remote(int stage, int peer) const noexcept {
         return peer >= 0 && home(peer) != home(stage);
@@ -276,13 +279,31 @@ class validator {
     constexpr void index_actions() {
         // The compute planes (F, I, W, B) only; the SEND/RECV planes are appended (planes are
         // outermost) when the first SEND/RECV is recorded, so compute-only orders need half.
-        first_.assign(4 * static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_), order_pos{});
-        stage_info_.assign(static_cast<std::size_t>(S_), stage_info{});
+        first_ =
+            dense_array<order_pos>(4 * static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_));
+        ev_ = dense_array<std::uint8_t>(first_.size());
+        stage_info_ = dense_array<stage_info>(static_cast<std::size_t>(S_));
+        // What the per-action checks ask of the configuration, once per stage.
+        geo_ = dense_array<stage_geometry>(static_cast<std::size_t>(S_));
+        for (int s = 0; s < S_; ++s) {
+            stage_geometry& g = geo_[static_cast<std::size_t>(s)];
+            g.home = cfg_.stage_to_rank(s);
+            g.mb_begin = cfg_.first_microbatch(s);
+            g.mb_end = g.mb_begin + cfg_.microbatch_count(s);
+            g.prev = cfg_.previous_stage(s);
+            g.next = cfg_.next_stage(s);
+        }
         for (int r = 0; r < rank_count_; ++r) {
+            const slot* row = rows_[static_cast<std::size_t>(r)].data();
             const int n = static_cast<int>(row_size(r));
             for (int step = 0; step < n; ++step) {
-                const action* a = at(r, step).get();
+                const action* a = row[step].get();
                 if (!a) continue;
+                // Most actions are not overlapped: no parts array (cheaper in constant evaluation).
+                if (!a->is_overlap()) {
+                    if (check_structure(r, step, *a)) record(r, step, *a);
+                    continue;
+                }
                 std::array<action, 2> parts;
                 const int np = a->parts(parts);
                 bool usable = true;
@@ -300,7 +321,8 @@ class validator {
             add(rule::stage_out_of_range, r, step, a);
             return false;
         }
-        if (a.has_microbatch() && !cfg_.stage_runs_microbatch(a.stage(), a.microbatch())) {
+        const stage_geometry& g = geo_[static_cast<std::size_t>(a.stage())];
+        if (a.has_microbatch() && (a.microbatch() < g.mb_begin || a.microbatch() >= g.mb_end)) {
             // Beyond the microbatches, or (with two directions) one of the other direction's.
             violation v;
             v.what = rule::microbatch_out_of_range;
@@ -313,7 +335,7 @@ class validator {
             report_.add(v);
             return false;
         }
-        if (home(a.stage()) != r) {
+        if (g.home != r) {
             violation v;
             v.what = rule::wrong_rank;
             v.rank = r;
@@ -331,9 +353,16 @@ class validator {
         const order_pos here{r, step};
         if (is_p2p(a.kind()) && !lowered_) {
             lowered_ = true;
-            first_.resize(static_cast<std::size_t>(action_plane_count) *
-                              static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_),
-                          order_pos{});
+            const std::size_t all = static_cast<std::size_t>(action_plane_count) *
+                                    static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_);
+            dense_array<order_pos> first(all);
+            dense_array<std::uint8_t> ev(all);
+            for (std::size_t c = 0; c < first_.size(); ++c) {
+                first[c] = first_[c];
+                ev[c] = ev_[c];
+            }
+            first_ = std::move(first);
+            ev_ = std::move(ev);
         }
         stage_info& si = stage_info_[static_cast<std::size_t>(a.stage())];
         switch (a.kind()) {
@@ -358,6 +387,7 @@ class validator {
             return;
         }
         slot_pos = here;
+        ev_[cell(plane, a.stage(), a.microbatch())] = ev_present;
         if (is_backward(a.kind()) &&
             (!si.last_backward.present() || step > si.last_backward.step)) {
             si.last_backward = here;
@@ -542,24 +572,24 @@ class validator {
     /// orders wait on the producing compute; lowered orders wait only at receives (sends never
     /// block).
     [[nodiscard]] constexpr long long wait_event(int r, const action& p,
-                                                 const std::vector<std::uint8_t>& ev) const {
+                                                 const dense_array<std::uint8_t>& ev) const {
         if (p.stage() >= S_ || (p.has_microbatch() && p.microbatch() >= M_)) return -1;
         const int s = p.stage(), mb = p.microbatch();
         int plane = -1, peer = -1;
         if (!lowered_) {
             if (p.kind() == action_kind::forward) {
-                peer = cfg_.previous_stage(s);
+                peer = geo_[static_cast<std::size_t>(s)].prev;
                 plane = 0;
             } else if (p.kind() == action_kind::full_backward ||
                        p.kind() == action_kind::backward_input) {
-                peer = cfg_.next_stage(s);
+                peer = geo_[static_cast<std::size_t>(s)].next;
                 if (peer >= 0) plane = (ev[cell(3, peer, mb)] & ev_present) ? 3 : 1;
             }
         } else if (p.kind() == action_kind::recv_f) {
-            peer = cfg_.previous_stage(s);
+            peer = geo_[static_cast<std::size_t>(s)].prev;
             plane = 4;
         } else if (p.kind() == action_kind::recv_b) {
-            peer = cfg_.next_stage(s);
+            peer = geo_[static_cast<std::size_t>(s)].next;
             plane = 6;
         }
         if (plane < 0 || peer < 0) return -1;
@@ -572,13 +602,11 @@ class validator {
 
     constexpr void simulate() {
         const auto R = static_cast<std::size_t>(rank_count_);
-        std::vector<std::uint8_t> ev(first_.size(), 0);
-        for (std::size_t c = 0; c < first_.size(); ++c)
-            if (first_[c].present()) ev[c] = ev_present;
+        dense_array<std::uint8_t>& ev = ev_;
         // Waiting ranks, one list per (stage, microbatch) shared by its events: completing any
         // of them wakes the list, and a rank woken for another event just waits again.
         const std::size_t cells = static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_);
-        std::vector<int> waiter_head(cells, -1);
+        dense_array<int> waiter_head(cells, -1);
         std::vector<int> next_waiter(R, -1), cursor(R, 0);
         std::vector<long long> blocked_on(R, -1);
         std::vector<int> ready;
@@ -588,19 +616,22 @@ class validator {
             ready.pop_back();
             const auto ri = static_cast<std::size_t>(r);
             blocked_on[ri] = -1;
+            const slot* row = rows_[ri].data();
             const int n = static_cast<int>(row_size(r));
             while (cursor[ri] < n) {
-                const action* a = at(r, cursor[ri]).get();
+                const action* a = row[cursor[ri]].get();
                 if (!a) {
                     ++cursor[ri];
                     continue;
                 }
                 std::array<action, 2> parts;
-                const int np = a->parts(parts);
-                long long wait = -1;
-                for (int k = 0; k < np && wait < 0; ++k) {
-                    wait = wait_event(r, parts[static_cast<std::size_t>(k)], ev);
-                }
+                int np = 1;
+                if (a->is_overlap())
+                    np = a->parts(parts);
+                else
+                    parts[0] = *a;
+                long long wait = wait_event(r, parts[0], ev);
+                if (wait < 0 && np == 2) wait = wait_event(r, parts[1], ev);
                 if (wait >= 0) {
                     const auto w = static_cast<std::size_t>(wait);
                     blocked_on[ri] = wait;
@@ -669,6 +700,12 @@ class validator {
                                                               : a.backward_part();
     }
 
+    struct stage_geometry {
+        int home = 0;                 // the stage's rank
+        int mb_begin = 0, mb_end = 0; // the microbatches it runs
+        int prev = -1, next = -1;     // its neighbours (-1: none)
+    };
+
     struct stage_info {
         bool fsdp = false;
         order_pos reduce_grad{};
@@ -682,8 +719,11 @@ class validator {
     bool any_fsdp_ = false;                   // some stage has UNSHARD or RESHARD
     std::vector<slot> flat_;                  // a copy of rows that are not slot arrays
     std::vector<std::span<const slot>> rows_; // each rank's slots
-    std::vector<order_pos> first_;
-    std::vector<stage_info> stage_info_;
+    // Dense tables (see detail/dense_array.hpp for why not std::vector).
+    dense_array<order_pos> first_;
+    dense_array<std::uint8_t> ev_; // per event cell: ev_present when indexed (simulate adds more)
+    dense_array<stage_info> stage_info_;
+    dense_array<stage_geometry> geo_; // per stage
     validation_report report_;
 };
 
