@@ -97,8 +97,12 @@ class send_recv_pass {
         pos_.assign(ranks, 0);
         in_current_.assign(ranks, 0);
         in_next_.assign(ranks, 0);
+        // Rows are sized once and written by index (`put`): an action built here is stored
+        // where it is built, instead of going through an out-of-line push_back that reloads it
+        // from the stack (a store-forwarding stall per SEND/RECV).
+        filled_.assign(ranks, 0);
         for (std::size_t r = 0; r < ranks; ++r) {
-            out_[r].reserve(out_size_[r]);
+            out_[r].resize(out_size_[r]);
             if (!in_[r].empty()) schedule_next(static_cast<int>(r));
         }
         while (!next_.empty()) {
@@ -126,6 +130,7 @@ class send_recv_pass {
                             code(a.kind()), " microbatch ", a.microbatch(),
                             ") for an input no rank sends first");
         }
+        for (std::size_t r = 0; r < ranks; ++r) out_[r].resize(filled_[r]); // exact already
         return order(cfg_, std::move(out_));
     }
 
@@ -164,12 +169,12 @@ class send_recv_pass {
         // interleaved streams, more than the hardware prefetcher follows: fetch a rank's next
         // cache lines ahead of its next turns.
         prefetch_ahead(in_[ri], pos_[ri]);
-        prefetch_ahead(out_[ri], out_[ri].size());
+        prefetch_ahead(out_[ri], filled_[ri]);
         if (head) {
             bool ok = true;
             for_each_part(*head, [&](const action& p) { ok = ok && ready(p, r); });
             if (!ok) return; // blocked: revisited when a RECV arrives
-            out_[ri].push_back(*head);
+            put(ri, *head);
             for_each_part(*head, [&](const action& p) { place(p, r); });
         }
         if (++pos_[ri] < in_[ri].size()) schedule_next(r);
@@ -183,14 +188,14 @@ class send_recv_pass {
             flags(s, mb) |= fwd_done;
             const int next = cfg_.next_stage(s);
             if (next < 0 || rank_of(next) == r) return;
-            out_[static_cast<std::size_t>(r)].push_back(action::send_f(s, mb));
+            put(static_cast<std::size_t>(r), action::send_f(s, mb));
             deliver(action::recv_f(next, mb), r);
         } else if (p.kind() == action_kind::backward_input ||
                    p.kind() == action_kind::full_backward) {
             flags(s, mb) |= bwd_done;
             const int prev = cfg_.previous_stage(s);
             if (prev < 0 || rank_of(prev) == r) return;
-            out_[static_cast<std::size_t>(r)].push_back(action::send_b(s, mb));
+            put(static_cast<std::size_t>(r), action::send_b(s, mb));
             deliver(action::recv_b(prev, mb), r);
         }
     }
@@ -198,8 +203,8 @@ class send_recv_pass {
     constexpr void deliver(const action& recv, int sender) {
         const int q = rank_of(recv.stage());
         const auto qi = static_cast<std::size_t>(q);
-        prefetch_ahead(out_[qi], out_[qi].size());
-        out_[qi].push_back(recv);
+        prefetch_ahead(out_[qi], filled_[qi]);
+        put(qi, recv);
         flags(recv.stage(), recv.microbatch()) |=
             recv.kind() == action_kind::recv_f ? got_recv_f : got_recv_b;
         if (pos_[qi] == in_[qi].size()) return; // finished: nothing to wake
@@ -222,6 +227,16 @@ class send_recv_pass {
             __builtin_prefetch(row.data() + i + 8);
     }
 
+    /// Appends `a` to rank `r`'s output row.
+    constexpr void put(std::size_t r, const action& a) {
+        rank_slots& row = out_[r];
+        if (filled_[r] < row.size())
+            row[filled_[r]] = a;
+        else
+            row.push_back(a); // not reached: out_size_ counts every item
+        ++filled_[r];
+    }
+
     constexpr void schedule_next(int r) {
         const auto ri = static_cast<std::size_t>(r);
         if (in_next_[ri]) return;
@@ -235,6 +250,7 @@ class send_recv_pass {
     int microbatches_ = 0;
     std::vector<int> stage_rank_;
     std::vector<std::size_t> out_size_; // per rank: the length of its output row
+    std::vector<std::size_t> filled_;   // per rank: the items written to its output row
     std::vector<std::uint8_t> flags_;
     std::vector<rank_slots> out_;
     std::vector<std::size_t> pos_;
