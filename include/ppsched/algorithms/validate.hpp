@@ -381,13 +381,14 @@ class validator {
             break;
         }
         const int plane = action_plane(a.kind());
-        order_pos& slot_pos = first_[cell(plane, a.stage(), a.microbatch())];
+        const std::size_t c = cell(plane, a.stage(), a.microbatch());
+        order_pos& slot_pos = first_[c];
         if (slot_pos.present()) {
             add(rule::duplicate_action, here, a, slot_pos, a);
             return;
         }
         slot_pos = here;
-        ev_[cell(plane, a.stage(), a.microbatch())] = ev_present;
+        ev_[c] = ev_present;
         if (is_backward(a.kind()) &&
             (!si.last_backward.present() || step > si.last_backward.step)) {
             si.last_backward = here;
@@ -618,20 +619,31 @@ class validator {
             blocked_on[ri] = -1;
             const slot* row = rows_[ri].data();
             const int n = static_cast<int>(row_size(r));
-            while (cursor[ri] < n) {
-                const action* a = row[cursor[ri]].get();
-                if (!a) {
-                    ++cursor[ri];
-                    continue;
-                }
-                std::array<action, 2> parts;
-                int np = 1;
-                if (a->is_overlap())
-                    np = a->parts(parts);
-                else
-                    parts[0] = *a;
-                long long wait = wait_event(r, parts[0], ev);
-                if (wait < 0 && np == 2) wait = wait_event(r, parts[1], ev);
+            int& at = cursor[ri];
+            // Marks event cell `c` done and wakes the ranks waiting on its (stage, microbatch).
+            auto complete = [&](const action& p) {
+                const int plane = action_plane(p.kind());
+                if (plane < 0 || p.stage() >= S_ || p.microbatch() >= M_) return;
+                const std::size_t c = cell(plane, p.stage(), p.microbatch());
+                // (A SEND/RECV that was not indexed has no plane in a compute-only table.)
+                if (c >= ev.size()) return;
+                const std::uint8_t e = ev[c];
+                if (e & ev_done) return;
+                ev[c] = static_cast<std::uint8_t>((e | ev_done) & ~ev_waited);
+                if (!(e & ev_waited)) return;
+                for (int w = waiter_head[c % cells]; w >= 0;
+                     w = next_waiter[static_cast<std::size_t>(w)])
+                    ready.push_back(w);
+                waiter_head[c % cells] = -1;
+            };
+            for (; at < n; ++at) {
+                const action* a = row[at].get();
+                if (!a) continue;
+                // Most actions are not overlapped: no parts array (cheaper in constant evaluation).
+                const bool overlap = a->is_overlap();
+                const action first = overlap ? a->forward_part() : *a;
+                long long wait = wait_event(r, first, ev);
+                if (wait < 0 && overlap) wait = wait_event(r, a->backward_part(), ev);
                 if (wait >= 0) {
                     const auto w = static_cast<std::size_t>(wait);
                     blocked_on[ri] = wait;
@@ -640,22 +652,8 @@ class validator {
                     waiter_head[w % cells] = r;
                     break;
                 }
-                for (int k = 0; k < np; ++k) {
-                    const action& p = parts[static_cast<std::size_t>(k)];
-                    const int plane = action_plane(p.kind());
-                    if (plane < 0 || p.stage() >= S_ || p.microbatch() >= M_) continue;
-                    const std::size_t c = cell(plane, p.stage(), p.microbatch());
-                    // (A SEND/RECV that was not indexed has no plane in a compute-only table.)
-                    if (c >= ev.size() || (ev[c] & ev_done)) continue;
-                    ev[c] |= ev_done;
-                    if (!(ev[c] & ev_waited)) continue;
-                    ev[c] &= static_cast<std::uint8_t>(~ev_waited);
-                    for (int w = waiter_head[c % cells]; w >= 0;
-                         w = next_waiter[static_cast<std::size_t>(w)])
-                        ready.push_back(w);
-                    waiter_head[c % cells] = -1;
-                }
-                ++cursor[ri];
+                complete(first);
+                if (overlap) complete(a->backward_part());
             }
         }
         report_cycles(cursor, blocked_on);
