@@ -39,7 +39,15 @@ struct dualpipe_rank_plan {
 constexpr void dualpipe_rank_steps(rank_slots& row, const dualpipe_rank_plan& plan) {
     const int n = plan.microbatches, R = plan.half, q = plan.position;
     const bool middle = q == R - 1;
-    row.reserve(row.size() + static_cast<std::size_t>(4 * n + 2));
+    // The exact number of slots the steps below append (so the row is allocated once, 16
+    // bytes per action): with A = R - q - 1 and S = n - 2R + q + 1 steady iterations,
+    // steps 1-2: 2A + 2(q+1); 3: 3A; 4: 2S (+1 for the middle rank's plain first pair);
+    // 5: 2A; 6: 2(q+1); 7: 2A; 8: q+1 weight gradients (step 6 splits q+1 backwards).
+    {
+        const long long A = R - q - 1, S = n - 2LL * R + q + 1;
+        const long long slots = 9 * A + 5 * (q + 1LL) + 2 * S + ((middle && S > 0) ? 1 : 0);
+        row.reserve(row.size() + static_cast<std::size_t>(slots > 0 ? slots : 0));
+    }
     // Next microbatch (counted from the phase's first) per phase for forwards and backwards.
     std::array<int, 2> next_f{0, 0}, next_b{0, 0};
     // Input gradients whose weight gradient is pending, (stage, microbatch), oldest first.
