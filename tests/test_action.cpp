@@ -30,7 +30,8 @@ TEST_CASE("actions parse at compile time", "[action][parse]") {
     STATIC_REQUIRE(round_trips_at_compile_time("3SEND_F1", action::send_f(3, 1)));
     STATIC_REQUIRE(round_trips_at_compile_time("0REDUCE_GRAD", action::reduce_grad(0)));
     STATIC_REQUIRE(round_trips_at_compile_time(
-        "(0F3;3B1)OVERLAP_F_B", action::overlap(action::forward(0, 3), action::full_backward(3, 1))));
+        "(0F3;3B1)OVERLAP_F_B",
+        action::overlap(action::forward(0, 3), action::full_backward(3, 1))));
     STATIC_REQUIRE(rejected_at_compile_time("F0"));
     STATIC_REQUIRE(rejected_at_compile_time("2X0"));
     STATIC_REQUIRE(rejected_at_compile_time("(0F3;3B1"));
@@ -57,11 +58,21 @@ TEST_CASE("malformed action strings are rejected with the column", "[action][par
         const char* text;
         std::size_t column;
     };
-    const bad cases[] = {{"", 1},          {"F0", 1},          {"2X0", 2},
-                         {"-1F0", 1},      {"1F-2", 3},        {"99999999F0", 1},
-                         {"1F99999999999", 3}, {"(0F3;3B1", 9}, {"(0F3;3B1)", 10},
-                         {"0F3;3B1)OVERLAP_F_B", 4}, {"2F0x", 4},  {"1UNSHARD0", 9},
-                         {"1SEND_F", 8},   {"(0B3;3F1)OVERLAP_F_B", 2}, {" 2F0", 1}};
+    const bad cases[] = {{"", 1},
+                         {"F0", 1},
+                         {"2X0", 2},
+                         {"-1F0", 1},
+                         {"1F-2", 3},
+                         {"99999999F0", 1},
+                         {"1F99999999999", 3},
+                         {"(0F3;3B1", 9},
+                         {"(0F3;3B1)", 10},
+                         {"0F3;3B1)OVERLAP_F_B", 4},
+                         {"2F0x", 4},
+                         {"1UNSHARD0", 9},
+                         {"1SEND_F", 8},
+                         {"(0B3;3F1)OVERLAP_F_B", 2},
+                         {" 2F0", 1}};
     for (const auto& c : cases) {
         INFO(c.text);
         try {

@@ -65,13 +65,13 @@ TEST_CASE("malformed CSV reports file, line and column", "[csv][errors]") {
         std::size_t line, column;
     };
     const bad cases[] = {
-        {"0F0,0B0\n1F0,1X0\n", 2, 6},       // unknown kind
-        {"0F0,F0\n", 1, 5},                 // empty stage
-        {"0F0,0B-1\n", 1, 7},               // negative microbatch
-        {"0F0,0B99999999999\n", 1, 7},      // overflowing microbatch
-        {"(0F0;1B0\n", 1, 9},               // unbalanced parenthesis
-        {"0F0 ,0B0\n", 1, 4},               // stray character
-        {"0F0,0B0\n1F0,\"1B0\"\n", 2, 5},   // quotes are not part of the format
+        {"0F0,0B0\n1F0,1X0\n", 2, 6},     // unknown kind
+        {"0F0,F0\n", 1, 5},               // empty stage
+        {"0F0,0B-1\n", 1, 7},             // negative microbatch
+        {"0F0,0B99999999999\n", 1, 7},    // overflowing microbatch
+        {"(0F0;1B0\n", 1, 9},             // unbalanced parenthesis
+        {"0F0 ,0B0\n", 1, 4},             // stray character
+        {"0F0,0B0\n1F0,\"1B0\"\n", 2, 5}, // quotes are not part of the format
     };
     for (const auto& c : cases) {
         INFO(c.text);
@@ -81,7 +81,8 @@ TEST_CASE("malformed CSV reports file, line and column", "[csv][errors]") {
         } catch (const ppsched::parse_error& e) {
             CHECK(e.line() == c.line);
             CHECK(e.column() == c.column);
-            CHECK_THAT(e.what(), Catch::Matchers::StartsWith("f.csv:" + std::to_string(c.line) + ":"));
+            CHECK_THAT(e.what(),
+                       Catch::Matchers::StartsWith("f.csv:" + std::to_string(c.line) + ":"));
         }
     }
 }

@@ -37,7 +37,7 @@ inline constexpr std::size_t action_kind_count = 12;
 /// PyTorch's code for a kind (`"F"`, `"SEND_B"`, ...).
 [[nodiscard]] constexpr std::string_view code(action_kind k) noexcept {
     constexpr std::array<std::string_view, action_kind_count> codes{
-        "F",       "I",       "W",      "B",      "OVERLAP_F_B", "UNSHARD",
+        "F",       "I",      "W",      "B",      "OVERLAP_F_B", "UNSHARD",
         "RESHARD", "SEND_F", "RECV_F", "SEND_B", "RECV_B",      "REDUCE_GRAD"};
     const auto i = static_cast<std::size_t>(k);
     return i < action_kind_count ? codes[i] : std::string_view{"?"};
@@ -66,8 +66,7 @@ inline constexpr std::size_t action_kind_count = 12;
 }
 /// True for the kinds that name a microbatch (all but UNSHARD, RESHARD, REDUCE_GRAD).
 [[nodiscard]] constexpr bool has_microbatch(action_kind k) noexcept {
-    return k != action_kind::unshard && k != action_kind::reshard &&
-           k != action_kind::reduce_grad;
+    return k != action_kind::unshard && k != action_kind::reshard && k != action_kind::reduce_grad;
 }
 
 /// Largest stage index an action can hold.
@@ -82,7 +81,7 @@ class slot;
 /// its `stage()` and `microbatch()` are those of the forward.
 /// A flat, trivially copyable 16-byte value; build it with the named constructors.
 class action {
-public:
+  public:
     /// Marks "no microbatch" in `microbatch()`.
     static constexpr int no_microbatch = -1;
 
@@ -96,8 +95,9 @@ public:
     [[gnu::always_inline]] constexpr action(int stage, action_kind kind,
                                             int microbatch = no_microbatch)
         : stage_(checked_stage(stage)), kind_(kind), microbatch_(microbatch) {
-        PPSCHED_EXPECTS(kind != action_kind::overlap_f_b,
-                        "ppsched::action: build OVERLAP_F_B with action::overlap(forward, backward)");
+        PPSCHED_EXPECTS(
+            kind != action_kind::overlap_f_b,
+            "ppsched::action: build OVERLAP_F_B with action::overlap(forward, backward)");
         PPSCHED_EXPECTS(ppsched::has_microbatch(kind) == (microbatch != no_microbatch),
                         "ppsched::action: a microbatch index is required for compute and p2p "
                         "kinds and not allowed for UNSHARD, RESHARD, REDUCE_GRAD");
@@ -106,17 +106,39 @@ public:
     }
 
     // Named constructors.
-    [[nodiscard]] static constexpr action forward(int stage, int mb) { return {stage, action_kind::forward, mb}; }
-    [[nodiscard]] static constexpr action backward_input(int stage, int mb) { return {stage, action_kind::backward_input, mb}; }
-    [[nodiscard]] static constexpr action backward_weight(int stage, int mb) { return {stage, action_kind::backward_weight, mb}; }
-    [[nodiscard]] static constexpr action full_backward(int stage, int mb) { return {stage, action_kind::full_backward, mb}; }
-    [[nodiscard]] static constexpr action unshard(int stage) { return {stage, action_kind::unshard}; }
-    [[nodiscard]] static constexpr action reshard(int stage) { return {stage, action_kind::reshard}; }
-    [[nodiscard]] static constexpr action reduce_grad(int stage) { return {stage, action_kind::reduce_grad}; }
-    [[nodiscard]] static constexpr action send_f(int stage, int mb) { return {stage, action_kind::send_f, mb}; }
-    [[nodiscard]] static constexpr action recv_f(int stage, int mb) { return {stage, action_kind::recv_f, mb}; }
-    [[nodiscard]] static constexpr action send_b(int stage, int mb) { return {stage, action_kind::send_b, mb}; }
-    [[nodiscard]] static constexpr action recv_b(int stage, int mb) { return {stage, action_kind::recv_b, mb}; }
+    [[nodiscard]] static constexpr action forward(int stage, int mb) {
+        return {stage, action_kind::forward, mb};
+    }
+    [[nodiscard]] static constexpr action backward_input(int stage, int mb) {
+        return {stage, action_kind::backward_input, mb};
+    }
+    [[nodiscard]] static constexpr action backward_weight(int stage, int mb) {
+        return {stage, action_kind::backward_weight, mb};
+    }
+    [[nodiscard]] static constexpr action full_backward(int stage, int mb) {
+        return {stage, action_kind::full_backward, mb};
+    }
+    [[nodiscard]] static constexpr action unshard(int stage) {
+        return {stage, action_kind::unshard};
+    }
+    [[nodiscard]] static constexpr action reshard(int stage) {
+        return {stage, action_kind::reshard};
+    }
+    [[nodiscard]] static constexpr action reduce_grad(int stage) {
+        return {stage, action_kind::reduce_grad};
+    }
+    [[nodiscard]] static constexpr action send_f(int stage, int mb) {
+        return {stage, action_kind::send_f, mb};
+    }
+    [[nodiscard]] static constexpr action recv_f(int stage, int mb) {
+        return {stage, action_kind::recv_f, mb};
+    }
+    [[nodiscard]] static constexpr action send_b(int stage, int mb) {
+        return {stage, action_kind::send_b, mb};
+    }
+    [[nodiscard]] static constexpr action recv_b(int stage, int mb) {
+        return {stage, action_kind::recv_b, mb};
+    }
 
     /// An overlapped forward + backward. Requires: `fwd` is F, `bwd` is B or I.
     [[nodiscard]] static constexpr action overlap(action fwd, action bwd) {
@@ -137,9 +159,13 @@ public:
     [[nodiscard]] constexpr int stage() const noexcept { return stage_; }
     /// The microbatch, or `no_microbatch`.
     [[nodiscard]] constexpr int microbatch() const noexcept { return microbatch_; }
-    [[nodiscard]] constexpr bool has_microbatch() const noexcept { return microbatch_ != no_microbatch; }
+    [[nodiscard]] constexpr bool has_microbatch() const noexcept {
+        return microbatch_ != no_microbatch;
+    }
 
-    [[nodiscard]] constexpr bool is_overlap() const noexcept { return kind_ == action_kind::overlap_f_b; }
+    [[nodiscard]] constexpr bool is_overlap() const noexcept {
+        return kind_ == action_kind::overlap_f_b;
+    }
     /// OVERLAP_F_B only: the forward sub-action.
     [[nodiscard]] constexpr action forward_part() const noexcept {
         action a = *this;
@@ -172,7 +198,7 @@ public:
     /// Orders by stage, then kind, then microbatch (then the overlap's backward part).
     friend constexpr auto operator<=>(const action&, const action&) noexcept = default;
 
-private:
+  private:
     friend class slot;
     static constexpr std::uint16_t checked_stage(int stage) {
         PPSCHED_EXPECTS(stage >= 0 && stage <= max_stage, "ppsched::action: stage index (", stage,
@@ -226,9 +252,9 @@ constexpr parse_status parse_simple(std::string_view s, std::size_t& pos, action
     if (auto st = parse_index(s, pos, max_stage, stage, "a stage index (digits)"); !st) return st;
     // Longest codes first so that `REDUCE_GRAD` is not read as something shorter.
     constexpr std::array<action_kind, 11> by_length{
-        action_kind::reduce_grad, action_kind::unshard, action_kind::reshard,
-        action_kind::send_f,      action_kind::recv_f,  action_kind::send_b,
-        action_kind::recv_b,      action_kind::forward, action_kind::backward_input,
+        action_kind::reduce_grad,     action_kind::unshard,      action_kind::reshard,
+        action_kind::send_f,          action_kind::recv_f,       action_kind::send_b,
+        action_kind::recv_b,          action_kind::forward,      action_kind::backward_input,
         action_kind::backward_weight, action_kind::full_backward};
     const std::string_view rest = s.substr(pos);
     for (action_kind k : by_length) {
@@ -266,7 +292,8 @@ constexpr parse_status parse_action(std::string_view s, action& out) {
         constexpr std::string_view tail = "OVERLAP_F_B";
         if (s.substr(pos, tail.size()) != tail) return {"'OVERLAP_F_B' after ')'", pos};
         pos += tail.size();
-        if (f.kind() != action_kind::forward) return {"a forward (F) as the first overlapped action", 1};
+        if (f.kind() != action_kind::forward)
+            return {"a forward (F) as the first overlapped action", 1};
         if (b.kind() != action_kind::full_backward && b.kind() != action_kind::backward_input)
             return {"a backward (B or I) as the second overlapped action", b_at};
         if (pos != s.size()) return {"end of the action", pos};

@@ -26,16 +26,17 @@ namespace ppsched {
 /// `generate<S>(cfg)` calls `check` before asking the policy for actions, with `cfg.placement`
 /// set to `S::placement`.
 template <class S>
-concept schedule =
-    std::semiregular<S> && requires(const S& s, const config& cfg, int rank) {
-        { S::name } -> std::convertible_to<std::string_view>;
-        { S::pytorch_name } -> std::convertible_to<std::string_view>;
-        { S::placement } -> std::convertible_to<stage_placement>;
-        s.check(cfg);
-        { s.constraints() } -> std::convertible_to<std::string_view>;
-    } && (requires(const S& s, const config& cfg) {
+concept schedule = std::semiregular<S> && requires(const S& s, const config& cfg, int rank) {
+    { S::name } -> std::convertible_to<std::string_view>;
+    { S::pytorch_name } -> std::convertible_to<std::string_view>;
+    { S::placement } -> std::convertible_to<stage_placement>;
+    s.check(cfg);
+    { s.constraints() } -> std::convertible_to<std::string_view>;
+} &&(
+    requires(const S& s, const config& cfg) {
         { s.generate(cfg) } -> std::same_as<order>;
-    } || requires(const S& s, const config& cfg, int rank) {
+    } ||
+    requires(const S& s, const config& cfg, int rank) {
         { s.rank_actions(cfg, rank) } -> std::ranges::forward_range;
     });
 

@@ -75,7 +75,9 @@ struct config {
     }
 
     /// Index of `stage` among the stages of its rank (inverse of `rank_to_stage`).
-    [[nodiscard]] constexpr int local_stage_index(int stage) const noexcept { return stage / ranks; }
+    [[nodiscard]] constexpr int local_stage_index(int stage) const noexcept {
+        return stage / ranks;
+    }
 
     /// Number of independent pipelines (directions) over the ranks: 2 with the `dual`
     /// placement, otherwise 1.

@@ -15,20 +15,20 @@ namespace ppsched {
 /// Thrown at run time when a configuration breaks a documented precondition
 /// (for example a schedule that cannot serve the requested configuration).
 class config_error : public std::invalid_argument {
-public:
+  public:
     using std::invalid_argument::invalid_argument;
 };
 
 /// Thrown when text (an action string, a CSV file, a cost file) cannot be read.
 /// `line()` and `column()` are 1-based; 0 means "not applicable".
 class parse_error : public std::runtime_error {
-public:
+  public:
     parse_error(const std::string& message, std::size_t line, std::size_t column)
         : std::runtime_error(message), line_(line), column_(column) {}
     [[nodiscard]] std::size_t line() const noexcept { return line_; }
     [[nodiscard]] std::size_t column() const noexcept { return column_; }
 
-private:
+  private:
     std::size_t line_;
     std::size_t column_;
 };
@@ -39,7 +39,7 @@ inline void append_piece(std::string& out, std::string_view s) { out += s; }
 inline void append_piece(std::string& out, const char* s) { out += s; }
 inline void append_piece(std::string& out, char c) { out += c; }
 template <class T>
-    requires std::is_arithmetic_v<T>
+requires std::is_arithmetic_v<T>
 void append_piece(std::string& out, T v) {
     if constexpr (std::is_floating_point_v<T>) {
         // The shortest text that reads back as v ("7.5", not "7.500000").

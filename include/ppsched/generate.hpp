@@ -21,7 +21,9 @@ template <schedule S>
     detail::check_counts(cfg);
     policy.check(cfg);
     check(cfg);
-    if constexpr (requires { { policy.generate(cfg) } -> std::same_as<order>; }) {
+    if constexpr (requires {
+                      { policy.generate(cfg) } -> std::same_as<order>;
+                  }) {
         return policy.generate(cfg);
     } else {
         order o(cfg);
@@ -47,9 +49,7 @@ template <schedule S>
 /// `generate(Policy, cfg)` for a configured policy value (a structural type), e.g.
 /// `generate<megatron_interleaved{.microbatch_group_size = 4}>(cfg)`.
 template <auto Policy>
-    requires schedule<std::remove_cvref_t<decltype(Policy)>>
-[[nodiscard]] constexpr order generate(const config& cfg) {
-    return generate(Policy, cfg);
-}
+requires schedule<std::remove_cvref_t<decltype(Policy)>>
+[[nodiscard]] constexpr order generate(const config& cfg) { return generate(Policy, cfg); }
 
 } // namespace ppsched

@@ -20,11 +20,11 @@ namespace ppsched {
 /// An action or an idle step, in 16 bytes (idle is encoded in the kind byte).
 /// Behaves like `std::optional<action>`.
 class slot {
-public:
+  public:
     /// An idle slot.
     constexpr slot() noexcept { a_.kind_ = idle_kind; }
     constexpr slot(const action& a) noexcept : a_(a) {} // NOLINT: implicit on purpose
-    constexpr slot(std::nullopt_t) noexcept : slot() {}  // NOLINT
+    constexpr slot(std::nullopt_t) noexcept : slot() {} // NOLINT
 
     [[nodiscard]] constexpr bool has_value() const noexcept { return a_.kind_ != idle_kind; }
     [[nodiscard]] constexpr bool is_idle() const noexcept { return !has_value(); }
@@ -33,13 +33,15 @@ public:
     [[nodiscard]] constexpr const action& operator*() const noexcept { return a_; }
     [[nodiscard]] constexpr const action* operator->() const noexcept { return &a_; }
     /// The action, or nullptr when idle.
-    [[nodiscard]] constexpr const action* get() const noexcept { return has_value() ? &a_ : nullptr; }
+    [[nodiscard]] constexpr const action* get() const noexcept {
+        return has_value() ? &a_ : nullptr;
+    }
 
     friend constexpr bool operator==(const slot& x, const slot& y) noexcept {
         return x.is_idle() ? y.is_idle() : (y.has_value() && x.a_ == y.a_);
     }
 
-private:
+  private:
     static constexpr auto idle_kind = static_cast<action_kind>(0xff);
     action a_;
 };
@@ -53,12 +55,14 @@ using rank_slots = std::vector<slot>;
 /// A pipeline order: a configuration and, per rank, its slots in execution order.
 /// It is a range of per-rank ranges, so every generic algorithm takes it directly.
 class order {
-public:
+  public:
     constexpr order() = default;
     /// An empty order (no slots) for `cfg`; one row per rank.
-    constexpr explicit order(const config& cfg) : cfg_(cfg), rows_(static_cast<std::size_t>(cfg.ranks)) {}
+    constexpr explicit order(const config& cfg)
+        : cfg_(cfg), rows_(static_cast<std::size_t>(cfg.ranks)) {}
     /// An order from rows already built. Requires: one row per rank.
-    constexpr order(const config& cfg, std::vector<rank_slots> rows) : cfg_(cfg), rows_(std::move(rows)) {
+    constexpr order(const config& cfg, std::vector<rank_slots> rows)
+        : cfg_(cfg), rows_(std::move(rows)) {
         PPSCHED_EXPECTS(rows_.size() == static_cast<std::size_t>(cfg.ranks),
                         "ppsched::order: expected one row per rank (", cfg.ranks, "), got ",
                         rows_.size());
@@ -67,10 +71,18 @@ public:
     [[nodiscard]] constexpr const config& cfg() const noexcept { return cfg_; }
     [[nodiscard]] constexpr std::size_t num_ranks() const noexcept { return rows_.size(); }
 
-    [[nodiscard]] constexpr rank_slots& operator[](std::size_t rank) noexcept { return rows_[rank]; }
-    [[nodiscard]] constexpr const rank_slots& operator[](std::size_t rank) const noexcept { return rows_[rank]; }
-    [[nodiscard]] constexpr rank_slots& rank(int r) noexcept { return rows_[static_cast<std::size_t>(r)]; }
-    [[nodiscard]] constexpr const rank_slots& rank(int r) const noexcept { return rows_[static_cast<std::size_t>(r)]; }
+    [[nodiscard]] constexpr rank_slots& operator[](std::size_t rank) noexcept {
+        return rows_[rank];
+    }
+    [[nodiscard]] constexpr const rank_slots& operator[](std::size_t rank) const noexcept {
+        return rows_[rank];
+    }
+    [[nodiscard]] constexpr rank_slots& rank(int r) noexcept {
+        return rows_[static_cast<std::size_t>(r)];
+    }
+    [[nodiscard]] constexpr const rank_slots& rank(int r) const noexcept {
+        return rows_[static_cast<std::size_t>(r)];
+    }
 
     [[nodiscard]] constexpr auto begin() noexcept { return rows_.begin(); }
     [[nodiscard]] constexpr auto end() noexcept { return rows_.end(); }
@@ -114,7 +126,7 @@ public:
 
     friend constexpr bool operator==(const order&, const order&) = default;
 
-private:
+  private:
     config cfg_{};
     std::vector<rank_slots> rows_;
 };
@@ -138,9 +150,8 @@ concept slot_like = requires(const T& s) {
 /// `std::vector<std::vector<action>>`, `std::vector<std::vector<std::optional<action>>>`).
 template <class R>
 concept order_range = std::ranges::forward_range<R> &&
-                      std::ranges::forward_range<std::ranges::range_reference_t<R>> &&
-                      slot_like<std::remove_cvref_t<
-                          std::ranges::range_reference_t<std::ranges::range_reference_t<R>>>>;
+    std::ranges::forward_range<std::ranges::range_reference_t<R>> && slot_like<
+        std::remove_cvref_t<std::ranges::range_reference_t<std::ranges::range_reference_t<R>>>>;
 
 /// Copies any order range into an `order` for `cfg`. Requires: one row per rank.
 template <order_range R>

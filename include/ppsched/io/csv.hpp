@@ -69,9 +69,9 @@ namespace ppsched::io {
 [[nodiscard]] inline order read_csv(std::string_view text, const config& cfg,
                                     std::string_view source = "<csv>") {
     auto rows = read_csv_rows(text, source);
-    PPSCHED_EXPECTS(rows.size() == static_cast<std::size_t>(cfg.ranks), "ppsched::io::read_csv: ",
-                    std::string(source), " has ", rows.size(), " rows but the configuration has ",
-                    cfg.ranks, " ranks");
+    PPSCHED_EXPECTS(rows.size() == static_cast<std::size_t>(cfg.ranks),
+                    "ppsched::io::read_csv: ", std::string(source), " has ", rows.size(),
+                    " rows but the configuration has ", cfg.ranks, " ranks");
     return order(cfg, std::move(rows));
 }
 
