@@ -53,7 +53,7 @@ void timed_lowered(benchmark::State& state, workload& w) { run_simulate(state, w
 } // namespace
 
 std::vector<algorithm> simulate_benchmarks() {
-    return {{"simulate_steps", steps},
+    return {{"simulate_steps", steps, 1'000'000},
             {"add_spacing", spacing},
             {"simulate", timed_compute},
             {"simulate_lowered", timed_lowered}};

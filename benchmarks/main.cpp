@@ -185,6 +185,7 @@ int main(int argc, char** argv) {
                 continue;
             }
             for (const algorithm& a : algorithms) {
+                if (n > a.max_size) continue;
                 const std::string name =
                     std::string(a.name) + "/" + entry.name + "/" + std::to_string(n);
                 benchmark::RegisterBenchmark(name.c_str(), [fn = a.fn, e = &entry, c = *cfg,

@@ -99,6 +99,9 @@ using bench_fn = void (*)(benchmark::State&, workload&);
 struct algorithm {
     const char* name;
     bench_fn fn;
+    /// Largest size it is run at (simulate_steps: its step table can grow faster than the
+    /// actions, about 16 GB for a lowered Interleaved1F1B of 10^7 actions).
+    long long max_size = sizes.back();
 };
 
 /// Every algorithm benchmark, defined in the bench_*.cpp files.
