@@ -171,7 +171,8 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         bool any = false;
         for (int v = v_min; v <= v_max; ++v) {
             const config cfg{.ranks = p, .stages_per_rank = v, .microbatches = m};
-            const cost_model split = split_over_stages(costs, v);
+            const cost_model split =
+                split_over_stages(costs, stages_per_microbatch(v, e.placement));
             schedule_params params = with_costs(e, {}, split);
             if (limit && *limit > parameters && takes_parameter(e, "memory_limit"))
                 params.memory_limit = *limit - parameters;

@@ -189,7 +189,9 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
     if (a.has("--per-rank")) {
         if (!costs.per_stage.empty())
             throw usage_error("--per-rank cannot split a cost file's per-stage values");
-        costs = split_over_stages(costs, entry ? cfg.stages_per_rank : o.cfg().stages_per_rank);
+        costs = split_over_stages(
+            costs, entry ? stages_per_microbatch(cfg.stages_per_rank, entry->placement)
+                         : stages_per_microbatch(o.cfg().stages_per_rank, o.cfg().placement));
     }
     if (entry != nullptr) // a cost-aware schedule plans with the costs it is timed with
         o = builtin_schedules().generate(entry->name, cfg,

@@ -116,6 +116,13 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
     return c;
 }
 
+/// How many of a rank's `v` stages one microbatch passes through: all of them, except in the
+/// two-direction (`dual`) placement, where each rank holds one stage of each pipeline (each a
+/// whole rank's share of the model) and a microbatch flows through only one of them.
+[[nodiscard]] inline int stages_per_microbatch(int v, stage_placement placement) {
+    return placement == stage_placement::dual ? v / 2 : v;
+}
+
 /// `c` with every stage doing 1/`v` of the work and memory (the costs describe a rank's share
 /// of the model, split over its `v` stages); message costs unchanged.
 /// Requires: no per-stage overrides.
