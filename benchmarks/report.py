@@ -18,14 +18,15 @@ import json
 import sys
 from collections import defaultdict
 
-TARGETS = {  # algorithm -> (actions/s, what is counted)
-    "generate": (100e6, "compute actions produced"),
-    "validate": (50e6, "actions of a compute-only order"),
-    "validate_lowered": (50e6, "actions of a lowered order"),
-    "lower": (50e6, "compute actions read"),
-    "simulate": (20e6, "actions of a compute-only order"),
-    "simulate_lowered": (20e6, "actions of a lowered order"),
-}
+TARGETS = [  # (algorithm, counter, actions/s, what is counted)
+    ("generate", "actions/s", 100e6, "compute actions produced"),
+    ("validate", "actions/s", 50e6, "actions of a compute-only order"),
+    ("validate_lowered", "actions/s", 50e6, "actions of a lowered order"),
+    ("lower", "actions/s", 50e6, "compute actions read"),
+    ("lower", "out_actions/s", 50e6, "lowered actions written"),
+    ("simulate", "actions/s", 20e6, "actions of a compute-only order"),
+    ("simulate_lowered", "actions/s", 20e6, "actions of a lowered order"),
+]
 SCALING_LIMIT = 0.30
 
 
@@ -84,21 +85,16 @@ def main(argv):
               f"(at the start of the first file's run).\n")
 
     # 1. Targets.
-    print("### Targets (best run, millions of actions per second on one core)\n")
-    big = [n for n in sizes if n >= 1_000_000]
-    header = "| algorithm | target | counted | " + " | ".join(
-        f"{s} 10^{len(str(n)) - 1}" for s in schedules for n in big) + " |"
+    print("### Targets (best run, actions per second on one core, by size)\n")
     print("| algorithm | target | counted | schedule | " +
-          " | ".join(f"10^{len(str(n)) - 1}" for n in big) + " | met at all sizes |")
-    print("|---|---|---|---|" + "---|" * len(big) + "---|")
-    del header
-    for alg, (target, counted) in TARGETS.items():
+          " | ".join(f"10^{len(str(n)) - 1}" for n in sizes) + " | met at all sizes |")
+    print("|---|---|---|---|" + "---|" * len(sizes) + "---|")
+    for alg, counter, target, counted in TARGETS:
         for s in schedules:
-            rates = [best.get((alg, s, str(n)), {}).get("actions/s") for n in big]
+            rates = [best.get((alg, s, str(n)), {}).get(counter) for n in sizes]
             if not any(rates):
                 continue
-            all_sizes = [best.get((alg, s, str(n)), {}).get("actions/s") for n in sizes]
-            met = all(r and r >= target for r in all_sizes)
+            met = all(r and r >= target for r in rates)
             print(f"| {alg} | {target / 1e6:.0f}M/s | {counted} | {s} | " +
                   " | ".join(fmt_rate(r) if r else "-" for r in rates) +
                   f" | {'yes' if met else 'no'} |")

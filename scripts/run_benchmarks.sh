@@ -28,8 +28,8 @@ mode=$([[ $warm -eq 1 ]] && echo warm || echo default)
 out=${out:-$build/benchmarks-$mode.json}
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPPSCHED_BUILD_TESTS=OFF \
-  -DPPSCHED_BUILD_EXAMPLES=OFF -DPPSCHED_WERROR=OFF >/dev/null
-cmake --build "$build" --target ppsched_benchmarks ppsched-cli
+  -DPPSCHED_BUILD_EXAMPLES=OFF -DPPSCHED_WERROR=OFF >&2
+cmake --build "$build" --target ppsched_benchmarks ppsched-cli >&2
 
 args=(--benchmark_min_time="$min_time" --benchmark_repetitions="$reps"
       --benchmark_out="$out" --benchmark_out_format=json)
