@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "cost_options.hpp"
 #include "input.hpp"
+#include "order_source.hpp"
 #include "schedule_options.hpp"
 
 namespace ppsched::cli {
@@ -140,69 +141,10 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
         throw usage_error("--format must be text, json or none, got '" + format + "'");
     if (a.has("--timeline") && format != "json")
         throw usage_error("--timeline needs --format json");
-    const long long max_actions = a.integer("--max-actions", 1, 1LL << 40, 50'000'000);
-
-    order o;
-    std::string title;
-    const schedule_entry* entry = nullptr; // with NAME
-    config cfg;
-    if (auto csv = a.value("--csv")) {
-        a.expect_positionals(0, 0, "");
-        for (const char* opt : {"--ranks", "--microbatches", "--stages-per-rank"})
-            if (a.has(opt))
-                throw usage_error(std::string(opt) + " cannot be used with --csv (the order "
-                                                     "in the file has its own configuration)");
-        if (a.has("--microbatch-group-size"))
-            throw usage_error("--microbatch-group-size cannot be used with --csv");
-        o = read_order(*csv);
-        title = source_name(*csv);
-        if (auto name = a.value("--placement")) {
-            cfg = o.cfg();
-            if (!parse_placement(*name, cfg.placement))
-                throw usage_error("--placement must be loop, v or dual, got '" + *name + "'");
-            check(cfg);
-            o = order(cfg, std::vector<rank_slots>(o.begin(), o.end()));
-        }
-    } else {
-        a.expect_positionals(1, 1, "NAME (or --csv FILE)");
-        if (a.has("--placement"))
-            throw usage_error("--placement needs --csv (a schedule has its own placement)");
-        const schedule_entry* found = builtin_schedules().find(a.positionals()[0]);
-        if (found == nullptr)
-            throw usage_error("unknown schedule '" + a.positionals()[0] +
-                              "'; 'ppsched schedules' lists them");
-        if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
-        if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
-        cfg = config{};
-        cfg.ranks = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
-        cfg.microbatches = static_cast<int>(a.integer("--microbatches", 1, 1LL << 30, 1));
-        cfg.stages_per_rank = static_cast<int>(
-            a.integer("--stages-per-rank", 1, max_stage + 1, found->default_stages_per_rank));
-        const long long actions = 3LL * cfg.ranks * cfg.stages_per_rank * cfg.microbatches;
-        if (actions > max_actions)
-            throw usage_error("the order would have up to " + std::to_string(actions) +
-                              " actions, more than --max-actions " + std::to_string(max_actions));
-        entry = found;
-        title = found->pytorch_name;
-    }
-    cost_model costs = read_cost_options(a);
-    if (a.has("--per-rank")) {
-        if (!costs.per_stage.empty())
-            throw usage_error("--per-rank cannot split a cost file's per-stage values");
-        costs = split_over_stages(
-            costs, entry ? stages_per_microbatch(cfg.stages_per_rank, entry->placement)
-                         : stages_per_microbatch(o.cfg().stages_per_rank, o.cfg().placement));
-    }
-    if (entry != nullptr) // a cost-aware schedule plans with the costs it is timed with
-        o = builtin_schedules().generate(entry->name, cfg,
-                                         with_costs(*entry, read_schedule_params(a), costs));
-    if (static_cast<long long>(o.action_count()) > max_actions)
-        throw usage_error("the order has " + std::to_string(o.action_count()) +
-                          " actions, more than --max-actions " + std::to_string(max_actions));
-    if (a.has("--lower")) o = lower(o);
+    auto [o, costs, title] = load_order(a);
 
     const simulation sim = simulate(o, costs);
-    cfg = o.cfg();
+    const config cfg = o.cfg();
     title += ": " + std::to_string(cfg.ranks) + " ranks, " + std::to_string(cfg.stages_per_rank) +
              (cfg.stages_per_rank == 1 ? " stage" : " stages") + " per rank, " +
              std::to_string(cfg.microbatches) + " microbatches" + (sim.lowered ? ", lowered" : "");

@@ -22,6 +22,7 @@
 #include "cli.hpp"
 #include "cost_options.hpp"
 #include "input.hpp"
+#include "order_source.hpp"
 #include "schedule_options.hpp"
 
 namespace ppsched::cli {
@@ -83,71 +84,17 @@ inline std::string describe_costs(const cost_model& costs) {
 /// `parse_error` or `config_error` for bad usage or input (exit status 2). A deadlock or an
 /// order the simulator cannot run is not thrown: `problem` says what happened.
 [[nodiscard]] inline loaded_timeline load_timeline(const args& a) {
-    const long long max_actions = a.integer("--max-actions", 1, 1LL << 40, 50'000'000);
     loaded_timeline out;
-    order o;
-    const schedule_entry* entry = nullptr; // with NAME: generated once the costs are known
-    config generated;
-    if (auto csv = a.value("--csv")) {
-        a.expect_positionals(0, 0, "");
-        for (const char* opt :
-             {"--ranks", "--microbatches", "--stages-per-rank", "--microbatch-group-size"})
-            if (a.has(opt))
-                throw usage_error(std::string(opt) + " cannot be used with --csv (the order "
-                                                     "in the file has its own configuration)");
-        o = read_order(*csv);
-        out.chart.name = source_name(*csv);
-        if (auto name = a.value("--placement")) {
-            config cfg = o.cfg();
-            if (!parse_placement(*name, cfg.placement))
-                throw usage_error("--placement must be loop, v or dual, got '" + *name + "'");
-            check(cfg);
-            o = order(cfg, std::vector<rank_slots>(o.begin(), o.end()));
-        }
-    } else {
-        a.expect_positionals(1, 1, "NAME (or --csv FILE)");
-        if (a.has("--placement"))
-            throw usage_error("--placement needs --csv (a schedule has its own placement)");
-        const schedule_entry* found = builtin_schedules().find(a.positionals()[0]);
-        if (found == nullptr)
-            throw usage_error("unknown schedule '" + a.positionals()[0] +
-                              "'; 'ppsched schedules' lists them");
-        if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
-        if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
-        config cfg;
-        cfg.ranks = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
-        cfg.microbatches = static_cast<int>(a.integer("--microbatches", 1, 1LL << 30, 1));
-        cfg.stages_per_rank = static_cast<int>(
-            a.integer("--stages-per-rank", 1, max_stage + 1, found->default_stages_per_rank));
-        const long long actions = 3LL * cfg.ranks * cfg.stages_per_rank * cfg.microbatches;
-        if (actions > max_actions)
-            throw usage_error("the order would have up to " + std::to_string(actions) +
-                              " actions, more than --max-actions " + std::to_string(max_actions));
-        entry = found;
-        generated = cfg;
-        out.chart.name = found->pytorch_name;
-    }
     const bool steps = a.has("--steps");
     if (steps)
         for (const option& c : cost_option_list)
             if (a.has(c.name))
                 throw usage_error(std::string(c.name) +
                                   " has no effect with --steps (every action takes one step)");
-    cost_model costs = read_cost_options(a);
-    if (a.has("--per-rank")) {
-        if (!costs.per_stage.empty())
-            throw usage_error("--per-rank cannot split a cost file's per-stage values");
-        costs = split_over_stages(
-            costs, entry ? stages_per_microbatch(generated.stages_per_rank, entry->placement)
-                         : stages_per_microbatch(o.cfg().stages_per_rank, o.cfg().placement));
-    }
-    if (entry != nullptr) // a cost-aware schedule plans with the costs it is timed with
-        o = builtin_schedules().generate(entry->name, generated,
-                                         with_costs(*entry, read_schedule_params(a), costs));
-    if (static_cast<long long>(o.action_count()) > max_actions)
-        throw usage_error("the order has " + std::to_string(o.action_count()) +
-                          " actions, more than --max-actions " + std::to_string(max_actions));
-    if (a.has("--lower")) o = lower(o);
+    sourced_order source = load_order(a);
+    out.chart.name = std::move(source.title);
+    const order& o = source.o;
+    const cost_model& costs = source.costs;
 
     out.chart.cfg = o.cfg();
     out.timed = simulate(o, costs);

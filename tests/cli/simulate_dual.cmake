@@ -41,4 +41,17 @@ if(PPSCHED_PYTHON3_DUAL)
                    "all(r['peak_activations'] == 5 for r in d['ranks'])" --
                    $<TARGET_FILE:ppsched-cli> simulate DualPipe --ranks 4 --microbatches 8
                    --i-frees 1 --format json)
+  # --per-rank splits a rank's costs over the stages a microbatch passes through on it: one
+  # stage per rank in each of DualPipe's directions, so the costs (and the makespan above) stay.
+  add_test(NAME cli.simulate_dualpipe_per_rank
+           COMMAND ${PPSCHED_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/check_json.sh
+                   "d['makespan'] == 41" --
+                   $<TARGET_FILE:ppsched-cli> simulate DualPipe --ranks 4 --microbatches 8
+                   --f 2 --i 2 --w 1 --overlap 4 --per-rank --format json)
+  # `compare` splits costs the same way, so DualPipe is compared at its own makespan.
+  add_test(NAME cli.compare_dualpipe_whole_rank
+           COMMAND ${PPSCHED_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/check_json.sh
+                   "[r['makespan'] for r in d['results'] if r['schedule'] == 'DualPipe'] == [41]" --
+                   $<TARGET_FILE:ppsched-cli> compare --ranks 4 --microbatches 8
+                   --f 2 --i 2 --w 1 --overlap 4 --format json)
 endif()
