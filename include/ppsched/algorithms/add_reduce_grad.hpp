@@ -15,28 +15,48 @@
 namespace ppsched {
 namespace detail {
 
-/// One rank of `add_reduce_grad`: counts the weight-gradient actions (`W` and `B`, also inside
-/// an `OVERLAP_F_B`) per stage and emits `REDUCE_GRAD` right after the one that makes the
-/// count equal to the microbatches the stage runs (`cfg.microbatch_count`: all of them, or its
-/// direction's with two pipelines). Idle slots are dropped. Linear in the row length.
-template <class Row>
-constexpr rank_slots reduce_grad_row(const Row& row, const config& cfg) {
-    rank_slots out;
-    reserve_for(out, row, static_cast<std::size_t>(cfg.stages_per_rank)); // + REDUCE_GRADs
-    std::vector<int> count; // per stage, grown on demand
-    for (const auto& s : row) {
-        const action* a = slot_action(s);
-        if (!a) continue;
-        out.push_back(*a);
-        for_each_part(*a, [&](const action& p) {
+/// The counting of `add_reduce_grad`: the weight-gradient actions (`W` and `B`, also inside
+/// an `OVERLAP_F_B`) per stage. `after(a, emit)` calls `emit(REDUCE_GRAD(s))` for each stage
+/// `s` whose count `a` brings to the microbatches the stage runs (`cfg.microbatch_count`: all
+/// of them, or its direction's with two pipelines).
+class reduce_grad_counter {
+  public:
+    constexpr explicit reduce_grad_counter(const config& cfg) : cfg_(cfg) {}
+
+    template <class Emit>
+    constexpr void after(const action& a, Emit&& emit) {
+        // Most actions are F or I, which never finish a stage's weight gradient.
+        if (a.kind() == action_kind::forward || a.kind() == action_kind::backward_input) return;
+        for_each_part(a, [&](const action& p) {
             // `I` does not finish a stage's weight gradient; `W` or `B` does.
             if (p.kind() != action_kind::backward_weight && p.kind() != action_kind::full_backward)
                 return;
             const auto st = static_cast<std::size_t>(p.stage());
-            if (st >= count.size()) count.resize(st + 1, 0);
-            if (++count[st] == cfg.microbatch_count(p.stage()))
-                out.push_back(action::reduce_grad(p.stage()));
+            if (st >= count_.size()) count_.resize(st + 1, 0);
+            if (++count_[st] == cfg_.microbatch_count(p.stage()))
+                emit(action::reduce_grad(p.stage()));
         });
+    }
+
+  private:
+    config cfg_;
+    std::vector<int> count_; // per stage, grown on demand
+};
+
+/// One rank of `add_reduce_grad`: copies the row, idle slots dropped, with `REDUCE_GRAD` right
+/// after the action that completes a stage (see `reduce_grad_counter`). Linear in the row
+/// length.
+template <class Row>
+constexpr rank_slots reduce_grad_row(const Row& row, const config& cfg) {
+    rank_slots out;
+    reserve_for(out, row, static_cast<std::size_t>(cfg.stages_per_rank)); // + REDUCE_GRADs
+    reduce_grad_counter counter(cfg);
+    auto emit = [&](const action& a) { out.push_back(a); };
+    for (const auto& s : row) {
+        const action* a = slot_action(s);
+        if (!a) continue;
+        out.push_back(*a);
+        counter.after(*a, emit);
     }
     return out;
 }

@@ -23,42 +23,50 @@ namespace detail {
 /// `prefetch` (an OVERLAP_F_B brings in both its stages at once, so a window can hold
 /// prefetch + 1). PyTorch rescans the suffix at every action (quadratic when a rank has fewer
 /// than `prefetch` stages); here each window is derived from the next one, walking backwards,
-/// in O(prefetch) per action.
+/// in O(prefetch) per action. One object serves rank after rank (`compute` reuses its buffers,
+/// so lowering many ranks allocates them once).
 class lookahead_windows {
   public:
-    constexpr lookahead_windows(const std::vector<action>& acts, int prefetch)
-        : cap_(window_capacity(acts, prefetch)), stages_(acts.size() * cap_, 0),
-          sizes_(acts.size(), 0) {
+    /// Computes the windows of `acts` (replacing the previous ones).
+    constexpr void compute(const std::vector<action>& acts, int prefetch) {
+        cap_ = window_capacity(acts, prefetch);
+        const std::size_t n = acts.size();
+        if (stages_.size() < n * cap_) stages_.resize(n * cap_, 0);
+        if (sizes_.size() < n) sizes_.resize(n, 0);
         // group[k]: the action index at which stage k of a window first appears. A window is
-        // cut only between groups, which is PyTorch's "stop after this action" rule.
-        std::vector<std::size_t> groups(acts.size() * cap_, 0);
+        // cut only between groups, which is PyTorch's "stop after this action" rule. Only the
+        // groups of the window after the current one are read, so two rows of them suffice.
+        groups_.assign(2 * cap_, 0);
+        std::size_t* g = groups_.data();
+        std::size_t* ng = groups_.data() + cap_;
         const auto limit = static_cast<std::size_t>(prefetch);
-        for (std::size_t i = acts.size(); i-- > 0;) {
-            std::size_t n = 0;
-            std::size_t* g = &groups[i * cap_];
+        for (std::size_t i = n; i-- > 0;) {
+            std::size_t k_out = 0;
             int* w = &stages_[i * cap_];
             auto take = [&](int stage, std::size_t group) {
-                if (n >= limit && group != g[n - 1]) return false;
-                w[n] = stage;
-                g[n] = group;
-                ++n;
+                if (k_out >= limit && group != g[k_out - 1]) return false;
+                w[k_out] = stage;
+                g[k_out] = group;
+                ++k_out;
                 return true;
             };
-            int own[2] = {-1, -1};
-            int own_count = 0;
-            for_each_part(acts[i], [&](const action& p) {
-                if (own_count == 0 || own[0] != p.stage()) own[own_count++] = p.stage();
-            });
-            for (int k = 0; k < own_count; ++k) (void)take(own[k], i);
-            if (i + 1 < acts.size()) {
+            const action& a = acts[i];
+            int own[2] = {a.stage(), -1};
+            if (a.is_overlap() && a.backward_part().stage() != own[0])
+                own[1] = a.backward_part().stage();
+            (void)take(own[0], i);
+            if (own[1] >= 0) (void)take(own[1], i);
+            if (i + 1 < n) {
                 const int* nw = &stages_[(i + 1) * cap_];
-                const std::size_t* ng = &groups[(i + 1) * cap_];
                 for (std::size_t k = 0; k < sizes_[i + 1]; ++k) {
                     if (nw[k] == own[0] || nw[k] == own[1]) continue;
                     if (!take(nw[k], ng[k])) break;
                 }
             }
-            sizes_[i] = n;
+            sizes_[i] = k_out;
+            std::size_t* t = g; // this window's groups are the next one's for action i - 1
+            g = ng;
+            ng = t;
         }
     }
 
@@ -71,71 +79,116 @@ class lookahead_windows {
   private:
     // A window never holds more than the rank's distinct stages, so a huge `prefetch` costs no
     // more memory than "all of them"; otherwise prefetch + 1 (an overlapped pair at the cut).
-    static constexpr std::size_t window_capacity(const std::vector<action>& acts, int prefetch) {
-        std::vector<std::uint8_t> seen;
-        std::size_t distinct = 0;
-        for (const action& a : acts)
+    // Counting stops at `prefetch` distinct stages, and only the marks set are cleared, so the
+    // cost does not grow with the number of stages of the whole pipeline.
+    constexpr std::size_t window_capacity(const std::vector<action>& acts, int prefetch) {
+        const auto want = static_cast<std::size_t>(prefetch) + 1;
+        touched_.clear();
+        for (const action& a : acts) {
             for_each_part(a, [&](const action& p) {
                 const auto st = static_cast<std::size_t>(p.stage());
-                if (st >= seen.size()) seen.resize(st + 1, 0);
-                distinct += seen[st] ? 0 : 1;
-                seen[st] = 1;
+                if (st >= seen_.size()) seen_.resize(st + 1, 0);
+                if (!seen_[st]) touched_.push_back(st);
+                seen_[st] = 1;
             });
-        const auto want = static_cast<std::size_t>(prefetch) + 1;
+            if (touched_.size() + 1 >= want) break;
+        }
+        for (const std::size_t st : touched_) seen_[st] = 0;
+        const std::size_t distinct = touched_.size();
         return want < distinct + 1 ? want : distinct + 1;
     }
 
-    std::size_t cap_;
+    std::size_t cap_ = 0;
     std::vector<int> stages_;
     std::vector<std::size_t> sizes_;
+    std::vector<std::size_t> groups_;
+    std::vector<std::uint8_t> seen_;
+    std::vector<std::size_t> touched_;
 };
 
-/// One rank of `add_unshard_reshard`: drops idle slots, emits before each action the RESHARDs
-/// of the active stages that left its window (in CPython set order, as PyTorch) and then the
-/// UNSHARDs of the window's stages not yet active (in window order); at the end, reshards what
-/// is still active. Linear in the row length for a fixed `prefetch`.
+/// Buffers of the UNSHARD/RESHARD pass, kept from one rank to the next.
+struct unshard_reshard_scratch {
+    lookahead_windows windows;
+    std::vector<int> fetch, evict;
+};
+
+/// Whether the `n` stages at `w` are the `pn` (distinct) stages at `pw`, in any order.
+[[nodiscard]] constexpr bool same_stages(const int* w, std::size_t n, const int* pw,
+                                         std::size_t pn) noexcept {
+    if (n != pn) return false;
+    for (std::size_t k = 0; k < n; ++k) {
+        bool found = false;
+        for (std::size_t j = 0; j < pn && !found; ++j) found = w[k] == pw[j];
+        if (!found) return false;
+    }
+    return true;
+}
+
+/// One rank of `add_unshard_reshard` over its actions `acts` (idle slots already dropped):
+/// calls `emit` with, before each action, the RESHARDs of the active stages that left its
+/// window (in CPython set order, as PyTorch) and then the UNSHARDs of the window's stages not
+/// yet active (in window order), then the action itself; at the end, the RESHARDs of what is
+/// still active. Linear in the row length for a fixed `prefetch`.
+template <class Emit>
+constexpr void unshard_reshard_into(const std::vector<action>& acts, int prefetch,
+                                    unshard_reshard_scratch& scratch, Emit&& emit) {
+    lookahead_windows& windows = scratch.windows;
+    windows.compute(acts, prefetch);
+    std::vector<int>& fetch = scratch.fetch;
+    std::vector<int>& evict = scratch.evict;
+    py_int_set active;
+    const int* prev_w = nullptr;
+    std::size_t prev_n = 0;
+    for (std::size_t i = 0; i < acts.size(); ++i) {
+        const int* w = windows.data(i);
+        const std::size_t n = windows.size(i);
+        // After each step the active stages are exactly the window's, so a window holding the
+        // same stages as the previous one (the common case) changes nothing: skip the set.
+        if (!same_stages(w, n, prev_w, prev_n)) {
+            auto in_window = [&](int stage) {
+                for (std::size_t k = 0; k < n; ++k)
+                    if (w[k] == stage) return true;
+                return false;
+            };
+            fetch.clear();
+            evict.clear();
+            for (std::size_t k = 0; k < n; ++k)
+                if (!active.contains(w[k])) fetch.push_back(w[k]);
+            // Every active stage outside the window is evicted; skip the table walk when none
+            // is.
+            if (active.size() > n - fetch.size())
+                active.for_each([&](int stage) {
+                    if (!in_window(stage)) evict.push_back(stage);
+                });
+            for (const int stage : evict) {
+                active.erase(stage);
+                emit(action::reshard(stage));
+            }
+            for (const int stage : fetch) {
+                active.insert(stage);
+                emit(action::unshard(stage));
+            }
+        }
+        emit(acts[i]);
+        prev_w = w;
+        prev_n = n;
+    }
+    evict.clear();
+    active.for_each([&](int stage) { evict.push_back(stage); });
+    for (const int stage : evict) emit(action::reshard(stage));
+}
+
+/// One rank of `add_unshard_reshard`: drops idle slots, then `unshard_reshard_into`.
 template <class Row>
-constexpr rank_slots unshard_reshard_row(const Row& row, int prefetch) {
+constexpr rank_slots unshard_reshard_row(const Row& row, int prefetch,
+                                         unshard_reshard_scratch& scratch) {
     std::vector<action> acts;
     reserve_for(acts, row);
     for (const auto& s : row)
         if (const action* a = slot_action(s)) acts.push_back(*a);
-    const lookahead_windows windows(acts, prefetch);
-
     rank_slots out;
     out.reserve(acts.size() + acts.size() / 2 + 8);
-    py_int_set active;
-    std::vector<int> fetch, evict;
-    for (std::size_t i = 0; i < acts.size(); ++i) {
-        const int* w = windows.data(i);
-        const std::size_t n = windows.size(i);
-        auto in_window = [&](int stage) {
-            for (std::size_t k = 0; k < n; ++k)
-                if (w[k] == stage) return true;
-            return false;
-        };
-        fetch.clear();
-        evict.clear();
-        for (std::size_t k = 0; k < n; ++k)
-            if (!active.contains(w[k])) fetch.push_back(w[k]);
-        // Every active stage outside the window is evicted; skip the table walk when none is.
-        if (active.size() > n - fetch.size())
-            active.for_each([&](int stage) {
-                if (!in_window(stage)) evict.push_back(stage);
-            });
-        for (const int stage : evict) {
-            active.erase(stage);
-            out.push_back(action::reshard(stage));
-        }
-        for (const int stage : fetch) {
-            active.insert(stage);
-            out.push_back(action::unshard(stage));
-        }
-        out.push_back(acts[i]);
-    }
-    evict.clear();
-    active.for_each([&](int stage) { evict.push_back(stage); });
-    for (const int stage : evict) out.push_back(action::reshard(stage));
+    unshard_reshard_into(acts, prefetch, scratch, [&](const action& a) { out.push_back(a); });
     return out;
 }
 
@@ -157,7 +210,8 @@ template <order_range R>
     PPSCHED_EXPECTS(prefetch >= 1, "ppsched::add_unshard_reshard: prefetch must be >= 1 (got ",
                     prefetch, ")");
     std::vector<rank_slots> out;
-    for (const auto& row : rows) out.push_back(detail::unshard_reshard_row(row, prefetch));
+    detail::unshard_reshard_scratch scratch;
+    for (const auto& row : rows) out.push_back(detail::unshard_reshard_row(row, prefetch, scratch));
     PPSCHED_EXPECTS(out.size() == static_cast<std::size_t>(cfg.ranks),
                     "ppsched::add_unshard_reshard: the order has ", out.size(),
                     " rows but the configuration has ", cfg.ranks, " ranks");

@@ -35,32 +35,97 @@ struct lower_options {
 /// (they only pace a step table; the runtime waits on its receives), so the result has none.
 /// Requires: one row per rank, only compute actions (F, I, W, B, OVERLAP_F_B) and idle slots,
 /// and an order that can run (see `add_send_recv`). Throws `config_error` otherwise.
-/// Complexity: O(actions * prefetch + actions log ranks).
+/// Complexity: O(actions * prefetch) (see `add_send_recv` for its per-round term).
 template <order_range R>
 [[nodiscard]] constexpr order lower(const R& rows, const config& cfg,
                                     const lower_options& options = {}) {
     detail::expect_row_count(rows, cfg, "ppsched::lower");
-    detail::expect_compute_only(rows, "ppsched::lower");
+    // A malformed configuration is reported by the send/receive pass (`check`), after the
+    // checks of the input; the plan below needs a well-formed one to be built at all.
+    const bool well_formed =
+        cfg.ranks >= 1 && cfg.stages_per_rank >= 1 && cfg.microbatches >= 1 &&
+        static_cast<long long>(cfg.ranks) * cfg.stages_per_rank <= max_stage + 1LL &&
+        (cfg.placement != stage_placement::dual || cfg.stages_per_rank % 2 == 0);
+    if (!well_formed) {
+        detail::expect_compute_only(rows, "ppsched::lower");
+        if (options.unshard_reshard)
+            PPSCHED_EXPECTS(options.prefetch >= 1,
+                            "ppsched::add_unshard_reshard: prefetch must be >= 1 (got ",
+                            options.prefetch, ")");
+        check(cfg);
+    }
+    // One scan checks the input and gathers the send/receive pass's plan (stage ranks, the
+    // SENDs and RECVs of each rank). A stage error is reported only after every other check,
+    // as when the send/receive pass itself scans the rows built below: UNSHARD, RESHARD and
+    // REDUCE_GRAD only repeat stages of the rank's compute actions, never before their first
+    // appearance, and `merge_bw` changes no stage, so the same stage fails first.
+    detail::p2p_plan plan(cfg);
+    action bad_part;
+    int bad_rank = -1;
+    {
+        int r = 0;
+        for (const auto& row : rows) {
+            std::size_t i = 0;
+            for (const auto& s : row) {
+                const action* a = detail::slot_action(s);
+                detail::expect_compute(a, static_cast<std::size_t>(r), i++, "ppsched::lower");
+                if (!a || bad_rank >= 0) continue;
+                if (a->is_overlap()) {
+                    if (!plan.try_add_part(a->forward_part(), r)) {
+                        bad_part = a->forward_part();
+                        bad_rank = r;
+                    } else if (!plan.try_add_part(a->backward_part(), r)) {
+                        bad_part = a->backward_part();
+                        bad_rank = r;
+                    }
+                } else if (!plan.try_add_part(*a, r)) {
+                    bad_part = *a;
+                    bad_rank = r;
+                }
+            }
+            ++r;
+        }
+    }
     if (options.unshard_reshard)
         PPSCHED_EXPECTS(options.prefetch >= 1,
                         "ppsched::add_unshard_reshard: prefetch must be >= 1 (got ",
                         options.prefetch, ")");
-    // The per-rank passes run back to back on one rank's row while it is in cache, instead of
-    // each pass walking (and copying) the whole order. Idle slots are dropped by the first.
-    std::vector<rank_slots> out;
-    out.reserve(static_cast<std::size_t>(cfg.ranks));
+    if (bad_rank >= 0) plan.report(bad_part, bad_rank);
+    // `merge_bw` keeps the SENDs: a `B` sends as the `I` it replaces did, a `W` never does.
+    plan.finish();
+
+    // The per-rank passes run fused, one rank at a time while its row is in cache: its actions
+    // are copied once into a reused buffer, and the UNSHARD/RESHARD and REDUCE_GRAD passes
+    // append to a second one, which is copied to the end of the rank's output row (sized once,
+    // exactly); the send/receive pass then runs in place in those rows.
+    const auto ranks = static_cast<std::size_t>(cfg.ranks);
+    std::vector<rank_slots> out(ranks);
+    std::vector<action> acts;
+    rank_slots items;
+    detail::unshard_reshard_scratch scratch;
+    // Counted over all ranks at once: a stage lives on one rank (the plan checked it).
+    detail::reduce_grad_counter counter(cfg);
+    auto emit = [&](const action& a) {
+        items.push_back(a);
+        if (options.reduce_grad) counter.after(a, [&](const action& g) { items.push_back(g); });
+    };
+    std::size_t r = 0;
     for (const auto& row : rows) {
-        rank_slots r;
-        if (options.merge_bw)
-            r = detail::merge_bw_row(row);
+        detail::compact_into(row, acts);
+        if (options.merge_bw) detail::merge_bw_in_place(acts);
+        items.clear();
+        if (options.unshard_reshard)
+            detail::unshard_reshard_into(acts, options.prefetch, scratch, emit);
         else
-            r = detail::compact_row(row);
-        if (options.unshard_reshard) r = detail::unshard_reshard_row(r, options.prefetch);
-        if (options.reduce_grad) r = detail::reduce_grad_row(r, cfg);
-        out.push_back(std::move(r));
+            for (const action& a : acts) emit(a);
+        rank_slots& o = out[r];
+        o.reserve(plan.comms[r] + items.size());
+        o.resize(plan.comms[r]);
+        o.insert(o.end(), items.begin(), items.end());
+        plan.items[r] = items.size();
+        ++r;
     }
-    const order compact(cfg, std::move(out));
-    return add_send_recv(compact);
+    return detail::send_recv_pass(std::move(out), std::move(plan)).run();
 }
 
 /// `lower(o, o.cfg(), options)`.

@@ -15,31 +15,35 @@
 namespace ppsched {
 namespace detail {
 
-/// One rank of `merge_bw`. Idle slots are dropped first, so an `I` and a `W` separated only by
-/// idle slots are adjacent (as in PyTorch). Linear in the row length (PyTorch's version pops
-/// from the front of a list and is quadratic).
-template <class Row>
-constexpr rank_slots merge_bw_row(const Row& row) {
-    rank_slots acts;
-    reserve_for(acts, row);
-    for (const auto& s : row)
-        if (const action* a = slot_action(s)) acts.push_back(*a);
-    rank_slots out;
-    out.reserve(acts.size());
+/// Fuses, in place, each `I` of `acts` directly followed by the `W` of the same stage and
+/// microbatch into one `B`. Linear (PyTorch's version pops from the front of a list and is
+/// quadratic).
+constexpr void merge_bw_in_place(std::vector<action>& acts) {
+    std::size_t w = 0;
     for (std::size_t i = 0; i < acts.size(); ++i) {
-        const action& a = *acts[i];
+        const action a = acts[i];
         if (a.kind() == action_kind::backward_input && i + 1 < acts.size()) {
-            const action& b = *acts[i + 1];
+            const action& b = acts[i + 1];
             if (b.kind() == action_kind::backward_weight && b.stage() == a.stage() &&
                 b.microbatch() == a.microbatch()) {
-                out.push_back(action::full_backward(a.stage(), a.microbatch()));
+                acts[w++] = action::full_backward(a.stage(), a.microbatch());
                 ++i;
                 continue;
             }
         }
-        out.push_back(a);
+        acts[w++] = a;
     }
-    return out;
+    acts.resize(w);
+}
+
+/// One rank of `merge_bw`. Idle slots are dropped first, so an `I` and a `W` separated only by
+/// idle slots are adjacent (as in PyTorch). Linear in the row length.
+template <class Row>
+constexpr rank_slots merge_bw_row(const Row& row) {
+    std::vector<action> acts;
+    compact_into(row, acts);
+    merge_bw_in_place(acts);
+    return rank_slots(acts.begin(), acts.end());
 }
 
 } // namespace detail

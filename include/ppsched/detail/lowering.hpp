@@ -24,14 +24,14 @@ constexpr void reserve_for(std::vector<T>& v, const Range& range, std::size_t ex
         v.reserve(static_cast<std::size_t>(std::ranges::size(range)) + extra);
 }
 
-/// The actions of a row, idle slots dropped.
+/// Replaces `acts` with the actions of `row`, idle slots dropped (`acts` keeps its capacity,
+/// so one buffer serves rank after rank).
 template <class Row>
-[[nodiscard]] constexpr rank_slots compact_row(const Row& row) {
-    rank_slots out;
-    reserve_for(out, row);
+constexpr void compact_into(const Row& row, std::vector<action>& acts) {
+    acts.clear();
+    reserve_for(acts, row);
     for (const auto& s : row)
-        if (const action* a = slot_action(s)) out.push_back(*a);
-    return out;
+        if (const action* a = slot_action(s)) acts.push_back(*a);
 }
 
 /// Copies an order range into an `order` for `cfg` (slots kept, idle included), checking that
@@ -75,21 +75,23 @@ constexpr void expect_row_count(const R& rows, const config& cfg, std::string_vi
                     " rows but the configuration has ", cfg.ranks, " ranks");
 }
 
-/// Requires that every row holds only compute actions (and idle slots), as PyTorch's
-/// `_prepare_schedule_with_comms` does for a compute-only order.
+/// Requires that action `a` (or idle, nullptr) at `position` of rank `r` is a compute action,
+/// as PyTorch's `_prepare_schedule_with_comms` does for a compute-only order.
+constexpr void expect_compute(const action* a, std::size_t r, std::size_t position,
+                              std::string_view api) {
+    PPSCHED_EXPECTS(a == nullptr || is_compute(a->kind()), api,
+                    ": expected a compute-only order but rank ", r, " has ",
+                    code(a ? a->kind() : action_kind::forward), " at position ", position,
+                    " (lowered orders cannot be lowered again)");
+}
+
+/// Requires that every row holds only compute actions (and idle slots).
 template <order_range R>
 constexpr void expect_compute_only(const R& rows, std::string_view api) {
     std::size_t r = 0;
     for (const auto& row : rows) {
         std::size_t i = 0;
-        for (const auto& s : row) {
-            const action* a = slot_action(s);
-            PPSCHED_EXPECTS(a == nullptr || is_compute(a->kind()), api,
-                            ": expected a compute-only order but rank ", r, " has ",
-                            code(a ? a->kind() : action_kind::forward), " at position ", i,
-                            " (lowered orders cannot be lowered again)");
-            ++i;
-        }
+        for (const auto& s : row) expect_compute(slot_action(s), r, i++, api);
         ++r;
     }
 }
