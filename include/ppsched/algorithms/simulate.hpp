@@ -5,10 +5,10 @@
 /// arrived. Returns every action's start and end, the makespan, each rank's busy and idle time,
 /// the bubble, and each rank's peak activation memory. A deadlock is reported, not looped on.
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -107,7 +107,10 @@ struct simulation {
 
 namespace detail {
 
-// Dense dependency keys: (kind * stages + stage) * microbatches + microbatch.
+// Dependency keys of one (stage, microbatch): key(kind, stage, mb) =
+// (stage * microbatches + mb) * kinds + kind, with kinds = 2 for a compute-only order (only the
+// forward and gradient keys are ever reached) and key_kinds for a lowered one. Node-major, so
+// that the keys one action touches (its own forward and gradient, its RECV) share a cache line.
 enum sim_key : std::size_t {
     key_forward = 0, // F of (stage, mb) has ended
     key_grad,        // I or B of (stage, mb) has ended: the input gradient exists
@@ -120,15 +123,35 @@ enum sim_key : std::size_t {
 
 [[nodiscard]] constexpr double max2(double a, double b) noexcept { return a < b ? b : a; }
 
+// One dependency key: when it was reached and the first rank waiting for it. Together, so that
+// reaching a key and waking its waiters touch one cache line.
+struct sim_key_state {
+    double time = -1; // -1 = not yet reached
+    int waiter = -1;  // -1 = nobody waits
+};
+
+// What the simulator needs of a stage, computed once: the config's stage arithmetic divides.
+struct sim_stage {
+    int rank = 0;
+    int prev = -1, next = -1;      // config::previous_stage / next_stage
+    bool second_direction = false; // config::stage_direction(stage) == 1
+};
+
 /// The simulator's state; one instance per call.
 class simulator {
   public:
     constexpr simulator(const config& cfg, const cost_model& costs)
         : cfg_(cfg), stages_(static_cast<std::size_t>(cfg.num_stages())),
           mbs_(static_cast<std::size_t>(cfg.microbatches)), message_(costs.message_time()),
-          frees_by_i_(costs.input_grad_frees) {
+          frees_by_i_(costs.input_grad_frees), dual_(cfg.direction_count() == 2) {
         costs_.reserve(stages_);
-        for (std::size_t s = 0; s < stages_; ++s) costs_.push_back(costs.at(static_cast<int>(s)));
+        stage_.reserve(stages_);
+        for (std::size_t s = 0; s < stages_; ++s) {
+            const int si = static_cast<int>(s);
+            costs_.push_back(costs.at(si));
+            stage_.push_back({cfg.stage_to_rank(si), cfg.previous_stage(si), cfg.next_stage(si),
+                              cfg.stage_direction(si) == 1});
+        }
     }
 
     template <order_range R>
@@ -155,17 +178,15 @@ class simulator {
         for (const auto& row : rows) {
             int i = 0;
             for (const auto& s : row) {
-                const action* a = slot_action(s);
-                if (a) {
-                    timed_action t;
+                if (const action* a = slot_action(s)) {
+                    const action_kind k = a->kind();
+                    const bool p2p = is_p2p(k);
+                    timed_action& t = out_.timeline.emplace_back();
                     t.act = *a;
                     t.rank = r;
                     t.slot = i;
-                    t.on = is_compute(a->kind()) ? stream::compute
-                           : is_p2p(a->kind())   ? stream::p2p
-                                                 : stream::comm;
-                    if (is_p2p(a->kind())) out_.lowered = true;
-                    out_.timeline.push_back(t);
+                    t.on = is_compute(k) ? stream::compute : p2p ? stream::p2p : stream::comm;
+                    out_.lowered |= p2p;
                     if (out_.status == simulation_status::ok) check_range(*a, r, i);
                 }
                 ++i;
@@ -179,20 +200,28 @@ class simulator {
     }
 
     constexpr void check_range(const action& a, int r, int slot) {
-        std::array<action, 2> parts;
-        const int n = a.parts(parts);
-        for (int i = 0; i < n; ++i) {
-            const action& p = parts[static_cast<std::size_t>(i)];
-            if (static_cast<std::size_t>(p.stage()) >= stages_)
-                return fail(r, slot, a, "stage out of range for the configuration");
-            if (p.has_microbatch() && static_cast<std::size_t>(p.microbatch()) >= mbs_)
+        if (a.is_overlap()) {
+            check_part(a, a.forward_part(), r, slot);
+            check_part(a, a.backward_part(), r, slot);
+        } else {
+            check_part(a, a, r, slot);
+        }
+    }
+
+    constexpr void check_part(const action& a, const action& p, int r, int slot) {
+        const auto s = static_cast<std::size_t>(p.stage());
+        if (s >= stages_) return fail(r, slot, a, "stage out of range for the configuration");
+        if (p.has_microbatch()) {
+            const int mb = p.microbatch();
+            if (static_cast<std::size_t>(mb) >= mbs_)
                 return fail(r, slot, a, "microbatch out of range for the configuration");
-            if (p.has_microbatch() && !cfg_.stage_runs_microbatch(p.stage(), p.microbatch()))
+            // config::stage_runs_microbatch, with the stage's direction from the table.
+            if ((dual_ && mb >= cfg_.microbatches / 2) != stage_[s].second_direction)
                 return fail(r, slot, a,
                             "microbatch of the other direction (not run by this stage)");
-            if (cfg_.stage_to_rank(p.stage()) != r)
-                return fail(r, slot, a, "action on a rank that does not hold its stage");
         }
+        if (stage_[s].rank != r)
+            return fail(r, slot, a, "action on a rank that does not hold its stage");
     }
 
     constexpr void fail(int r, int slot, const action& a, const char* what) {
@@ -202,17 +231,19 @@ class simulator {
     }
 
     [[nodiscard]] constexpr std::size_t key(sim_key k, int stage, int mb) const noexcept {
-        return (static_cast<std::size_t>(k) * stages_ + static_cast<std::size_t>(stage)) * mbs_ +
-               static_cast<std::size_t>(mb);
+        return (static_cast<std::size_t>(stage) * mbs_ + static_cast<std::size_t>(mb)) * kinds_ +
+               static_cast<std::size_t>(k);
+    }
+    // Where the timeline index of the RECV of (stage, mb) is kept.
+    [[nodiscard]] constexpr std::size_t recv_index(bool fwd, int stage, int mb) const noexcept {
+        return (static_cast<std::size_t>(stage) * mbs_ + static_cast<std::size_t>(mb)) * 2 +
+               (fwd ? 0 : 1);
     }
 
     constexpr void execute() {
         const auto R = static_cast<std::size_t>(ranks_);
-        // Keys are kind-major: a compute-only order only ever reaches the forward and gradient
-        // keys, so it needs a third of the tables (and no RECV entries).
-        const std::size_t kinds = out_.lowered ? key_kinds : key_grad + 1;
-        time_.assign(kinds * stages_ * mbs_, -1.0);
-        waiters_.assign(time_.size(), -1);
+        kinds_ = out_.lowered ? key_kinds : key_grad + 1;
+        keys_.assign(kinds_ * stages_ * mbs_, sim_key_state{});
         recv_entry_.assign(out_.lowered ? 2 * stages_ * mbs_ : 0, 0);
         unshard_end_.assign(stages_, 0.0);
         next_waiter_.assign(R, -1);
@@ -238,10 +269,9 @@ class simulator {
             out_.status = simulation_status::deadlock;
             const timed_action& t = out_.timeline[pos_[ru]];
             const std::size_t k = blocked_on_[ru];
-            const std::size_t per_kind = stages_ * mbs_;
-            const auto kind = static_cast<sim_key>(k / per_kind);
-            const int stage = static_cast<int>((k % per_kind) / mbs_);
-            const int mb = static_cast<int>(k % mbs_);
+            const auto kind = static_cast<sim_key>(k % kinds_);
+            const int stage = static_cast<int>(k / kinds_ / mbs_);
+            const int mb = static_cast<int>(k / kinds_ % mbs_);
             const action waited = kind == key_forward  ? action::forward(stage, mb)
                                   : kind == key_grad   ? action::full_backward(stage, mb)
                                   : kind == key_send_f ? action::send_f(stage, mb)
@@ -253,12 +283,31 @@ class simulator {
     // Runs rank `r` until it finishes, blocks on a missing input, or meets an invalid action.
     constexpr void advance(int r) {
         const auto ru = static_cast<std::size_t>(r);
-        while (pos_[ru] < begin_[ru + 1]) {
+        const std::size_t end = begin_[ru + 1];
+        rank_summary& sum = out_.ranks[ru];
+        while (pos_[ru] < end) {
+            if (!std::is_constant_evaluated()) prefetch_ahead(pos_[ru], end);
             timed_action& t = out_.timeline[pos_[ru]];
             const bool done = is_compute(t.act.kind()) ? run_compute(r, t) : run_other(r, t);
             if (!done) return;
             t.ran = true;
+            // The summary's ends, kept as the actions run (a RECV's end moves later: `input`).
+            sum.end = max2(sum.end, t.end);
+            makespan_ = max2(makespan_, t.end);
             ++pos_[ru];
+        }
+    }
+
+    // Ranks take turns: by the time a rank runs again, many other ranks have run, so its next
+    // actions and their keys are rarely still in cache and the hardware prefetcher cannot follow
+    // hundreds of interleaved streams. While rank r is at `pos`, start loading the timeline
+    // entry two ahead and the keys of the next action; they are ready at its next turn.
+    constexpr void prefetch_ahead(std::size_t pos, std::size_t end) const noexcept {
+        if (pos + 2 < end) __builtin_prefetch(&out_.timeline[pos + 2]);
+        if (pos + 1 < end) {
+            const action& next = out_.timeline[pos + 1].act;
+            if (next.has_microbatch())
+                __builtin_prefetch(&keys_[key(key_forward, next.stage(), next.microbatch())]);
         }
     }
 
@@ -266,22 +315,33 @@ class simulator {
     constexpr bool block(int r, std::size_t k) {
         const auto ru = static_cast<std::size_t>(r);
         blocked_on_[ru] = k;
-        next_waiter_[ru] = waiters_[k];
-        waiters_[k] = r;
+        next_waiter_[ru] = keys_[k].waiter;
+        keys_[k].waiter = r;
         return false;
     }
 
     // Records that key `k` is reached at `when` and wakes its waiters. False for a duplicate.
     constexpr bool reach(std::size_t k, double when) {
-        if (time_[k] >= 0) return false;
-        time_[k] = when;
-        for (int w = waiters_[k]; w != -1;) {
-            const int next = next_waiter_[static_cast<std::size_t>(w)];
+        sim_key_state& key = keys_[k];
+        if (key.time >= 0) return false;
+        key.time = when;
+        for (int w = key.waiter; w != -1;) {
+            const auto wu = static_cast<std::size_t>(w);
+            // The woken rank resumes soon and first reads its next action: start loading it
+            // (ranks take turns, so it is rarely still in cache).
+            if (!std::is_constant_evaluated()) __builtin_prefetch(&out_.timeline[pos_[wu]]);
             ready_.push_back(w);
-            w = next;
+            w = next_waiter_[wu];
         }
-        waiters_[k] = -1;
+        key.waiter = -1;
         return true;
+    }
+
+    // When key `k` was reached, or -1 after blocking `r` on it.
+    constexpr double wait_for(int r, std::size_t k) {
+        const double t = keys_[k].time;
+        if (t < 0) block(r, k);
+        return t;
     }
 
     // When the input a part on `stage` needs from `producer` (the previous stage for a forward,
@@ -289,105 +349,110 @@ class simulator {
     constexpr double input(int r, const timed_action& t, bool fwd, int stage, int producer,
                            int mb) {
         const sim_key made = fwd ? key_forward : key_grad;
-        if (cfg_.stage_to_rank(producer) == r) {
-            const std::size_t k = key(made, producer, mb);
-            return time_[k] < 0 ? (block(r, k), -1.0) : time_[k];
-        }
+        if (stage_[static_cast<std::size_t>(producer)].rank == r)
+            return wait_for(r, key(made, producer, mb));
         if (!out_.lowered) {
-            const std::size_t k = key(made, producer, mb);
-            return time_[k] < 0 ? (block(r, k), -1.0) : time_[k] + message_;
+            const double made_at = wait_for(r, key(made, producer, mb));
+            return made_at < 0 ? -1.0 : made_at + message_;
         }
         // A lowered order: the data comes through the RECV posted earlier on this rank and the
         // SEND issued on the producer's rank; the transfer starts once both have happened.
-        const std::size_t rk = key(fwd ? key_recv_f : key_recv_b, stage, mb);
-        if (time_[rk] < 0) {
+        const double posted = keys_[key(fwd ? key_recv_f : key_recv_b, stage, mb)].time;
+        if (posted < 0) {
             fail(r, t.slot, t.act,
                  fwd ? "a forward fed from another rank needs a RECV_F posted before it"
                      : "a backward fed from another rank needs a RECV_B posted before it");
             return -1;
         }
-        const std::size_t sk = key(fwd ? key_send_f : key_send_b, producer, mb);
-        if (time_[sk] < 0) return block(r, sk), -1.0;
-        const double arrival = max2(time_[rk], time_[sk]) + message_;
-        timed_action& recv = out_.timeline[recv_entry_[(fwd ? 0 : stages_ * mbs_) +
-                                                       static_cast<std::size_t>(stage) * mbs_ +
-                                                       static_cast<std::size_t>(mb)]];
-        recv.end = arrival;
+        const double sent = wait_for(r, key(fwd ? key_send_f : key_send_b, producer, mb));
+        if (sent < 0) return -1;
+        const double arrival = max2(posted, sent) + message_;
+        out_.timeline[recv_entry_[recv_index(fwd, stage, mb)]].end = arrival;
+        // The RECV (on rank `r`) has run: its summary end follows its new end.
+        rank_summary& sum = out_.ranks[static_cast<std::size_t>(r)];
+        sum.end = max2(sum.end, arrival);
+        makespan_ = max2(makespan_, arrival);
         return arrival;
+    }
+
+    // When a part (kind, stage s, microbatch mb) of a compute action may start as far as its
+    // inputs go; -1 when rank `r` must wait (it was blocked) or the action failed.
+    constexpr double part_ready(int r, const timed_action& t, action_kind kind, int s, int mb) {
+        const sim_stage& st = stage_[static_cast<std::size_t>(s)];
+        switch (kind) {
+        case action_kind::forward:
+            return st.prev >= 0 ? input(r, t, true, s, st.prev, mb) : 0.0;
+        case action_kind::backward_input:
+        case action_kind::full_backward: {
+            const double own = wait_for(r, key(key_forward, s, mb));
+            if (own < 0 || st.next < 0) return own;
+            const double grad = input(r, t, false, s, st.next, mb);
+            return grad < 0 ? -1.0 : max2(own, grad);
+        }
+        default: // W needs its I
+            return wait_for(r, key(key_grad, s, mb));
+        }
+    }
+
+    // Applies a finished part's memory and reaches its key; false (after failing) for a
+    // computation that already ran.
+    constexpr bool finish_part(int r, const timed_action& t, action_kind kind, int s, int mb) {
+        const auto ru = static_cast<std::size_t>(r);
+        const double act = costs_[static_cast<std::size_t>(s)].activation;
+        rank_summary& sum = out_.ranks[ru];
+        bool fresh = true;
+        switch (kind) {
+        case action_kind::forward:
+            // Activations are held from the forward's start (they are being produced).
+            memory_[ru] += act;
+            if (memory_[ru] > sum.peak_activations) {
+                sum.peak_activations = memory_[ru];
+                sum.peak_activations_at = t.start;
+            }
+            fresh = reach(key(key_forward, s, mb), t.end);
+            break;
+        case action_kind::full_backward:
+            memory_[ru] -= act;
+            fresh = reach(key(key_grad, s, mb), t.end);
+            break;
+        case action_kind::backward_input:
+            memory_[ru] -= act * frees_by_i_;
+            fresh = reach(key(key_grad, s, mb), t.end);
+            break;
+        default:
+            memory_[ru] -= act * (1 - frees_by_i_);
+        }
+        if (!fresh) fail(r, t.slot, t.act, "the same computation runs twice");
+        return fresh;
     }
 
     constexpr bool run_compute(int r, timed_action& t) {
         const auto ru = static_cast<std::size_t>(r);
-        std::array<action, 2> parts;
-        const int n = t.act.parts(parts);
+        const action& a = t.act;
+        // An OVERLAP_F_B is its two parts; anything else is its own single part (read in place
+        // rather than through action::parts, which copies).
+        const bool two = a.is_overlap();
+        const action_kind k0 = two ? action_kind::forward : a.kind();
+        const int s0 = a.stage(), mb0 = a.microbatch();
+        const action second = two ? a.backward_part() : action{};
         double start = compute_free_[ru];
-        for (int i = 0; i < n; ++i) {
-            const action& p = parts[static_cast<std::size_t>(i)];
-            const int s = p.stage(), mb = p.microbatch();
-            double ready = 0;
-            switch (p.kind()) {
-            case action_kind::forward:
-                if (const int prev = cfg_.previous_stage(s); prev >= 0)
-                    ready = input(r, t, true, s, prev, mb);
-                break;
-            case action_kind::backward_input:
-            case action_kind::full_backward: {
-                const std::size_t own = key(key_forward, s, mb);
-                if (time_[own] < 0) return block(r, own);
-                ready = time_[own];
-                if (const int next = cfg_.next_stage(s); next >= 0) {
-                    const double grad = input(r, t, false, s, next, mb);
-                    if (grad < 0) return false; // blocked, or failed
-                    ready = max2(ready, grad);
-                }
-                break;
-            }
-            default: { // W needs its I
-                const std::size_t own = key(key_grad, s, mb);
-                if (time_[own] < 0) return block(r, own);
-                ready = time_[own];
-            }
-            }
-            if (ready < 0) return false; // blocked, or failed
-            start = max2(start, max2(ready, unshard_end_[static_cast<std::size_t>(s)]));
+        const double ready0 = part_ready(r, t, k0, s0, mb0);
+        if (ready0 < 0) return false; // blocked, or failed
+        start = max2(start, max2(ready0, unshard_end_[static_cast<std::size_t>(s0)]));
+        if (two) {
+            const double ready1 =
+                part_ready(r, t, second.kind(), second.stage(), second.microbatch());
+            if (ready1 < 0) return false;
+            start =
+                max2(start, max2(ready1, unshard_end_[static_cast<std::size_t>(second.stage())]));
         }
-        const double d = duration(t.act, costs_);
+        const double d = duration(a, costs_);
         t.start = start;
         t.end = start + d;
         compute_free_[ru] = t.end;
-        rank_summary& sum = out_.ranks[ru];
-        sum.busy += d;
-        for (int i = 0; i < n; ++i) {
-            const action& p = parts[static_cast<std::size_t>(i)];
-            const double act = costs_[static_cast<std::size_t>(p.stage())].activation;
-            bool fresh = true;
-            switch (p.kind()) {
-            case action_kind::forward:
-                // Activations are held from the forward's start (they are being produced).
-                memory_[ru] += act;
-                if (memory_[ru] > sum.peak_activations) {
-                    sum.peak_activations = memory_[ru];
-                    sum.peak_activations_at = start;
-                }
-                fresh = reach(key(key_forward, p.stage(), p.microbatch()), t.end);
-                break;
-            case action_kind::full_backward:
-                memory_[ru] -= act;
-                fresh = reach(key(key_grad, p.stage(), p.microbatch()), t.end);
-                break;
-            case action_kind::backward_input:
-                memory_[ru] -= act * frees_by_i_;
-                fresh = reach(key(key_grad, p.stage(), p.microbatch()), t.end);
-                break;
-            default:
-                memory_[ru] -= act * (1 - frees_by_i_);
-            }
-            if (!fresh) {
-                fail(r, t.slot, t.act, "the same computation runs twice");
-                return false;
-            }
-        }
-        return true;
+        out_.ranks[ru].busy += d;
+        if (!finish_part(r, t, k0, s0, mb0)) return false;
+        return !two || finish_part(r, t, second.kind(), second.stage(), second.microbatch());
     }
 
     constexpr bool run_other(int r, timed_action& t) {
@@ -410,7 +475,7 @@ class simulator {
         case action_kind::send_f:
         case action_kind::send_b: {
             const bool fwd = a.kind() == action_kind::send_f;
-            if (time_[key(fwd ? key_forward : key_grad, s, mb)] < 0) {
+            if (keys_[key(fwd ? key_forward : key_grad, s, mb)].time < 0) {
                 fail(r, t.slot, a,
                      fwd ? "SEND_F before the forward that produces its data on this rank"
                          : "SEND_B before the backward that produces its data on this rank");
@@ -426,8 +491,7 @@ class simulator {
         default: { // RECV_F, RECV_B: posted now, ends when its data arrives
             const bool fwd = a.kind() == action_kind::recv_f;
             t.start = t.end = issued;
-            recv_entry_[(fwd ? 0 : stages_ * mbs_) + static_cast<std::size_t>(s) * mbs_ +
-                        static_cast<std::size_t>(mb)] = pos_[ru];
+            recv_entry_[recv_index(fwd, s, mb)] = pos_[ru];
             if (!reach(key(fwd ? key_recv_f : key_recv_b, s, mb), issued)) {
                 fail(r, t.slot, a, "the same message is received twice");
                 return false;
@@ -440,14 +504,9 @@ class simulator {
     constexpr void summarize() {
         out_.ranks.resize(static_cast<std::size_t>(ranks_));
         for (int r = 0; r < ranks_; ++r) out_.ranks[static_cast<std::size_t>(r)].rank = r;
-        for (const timed_action& t : out_.timeline) {
-            if (!t.ran) continue;
-            rank_summary& sum = out_.ranks[static_cast<std::size_t>(t.rank)];
-            sum.end = max2(sum.end, t.end);
-            out_.makespan = max2(out_.makespan, t.end);
-        }
+        out_.makespan = makespan_; // the ends were kept by `advance` and `input`
         for (std::size_t s = 0; s < stages_; ++s) {
-            const int r = cfg_.stage_to_rank(static_cast<int>(s));
+            const int r = stage_[s].rank;
             if (r < ranks_)
                 out_.ranks[static_cast<std::size_t>(r)].parameters += costs_[s].parameters;
         }
@@ -468,16 +527,19 @@ class simulator {
     config cfg_;
     std::size_t stages_, mbs_;
     double message_, frees_by_i_;
+    bool dual_;                        // two directions (config::direction_count() == 2)
+    std::size_t kinds_ = key_grad + 1; // keys per (stage, microbatch): see sim_key
     std::vector<resolved_stage_costs> costs_;
+    std::vector<sim_stage> stage_; // per stage
     int ranks_ = 0;
+    double makespan_ = 0;
     simulation out_;
     std::vector<std::size_t> begin_;      // rank r's actions: timeline[begin_[r], begin_[r+1])
     std::vector<std::size_t> pos_;        // next action of each rank
-    std::vector<double> time_;            // per key: when it was reached, -1 = not yet
-    std::vector<int> waiters_;            // per key: first waiting rank, -1 = none
+    std::vector<sim_key_state> keys_;     // per key: when it was reached, who waits for it
     std::vector<int> next_waiter_;        // per rank: next rank waiting on the same key
     std::vector<std::size_t> blocked_on_; // per rank: the key it last waited for
-    std::vector<std::size_t> recv_entry_; // per RECV key: its timeline index
+    std::vector<std::size_t> recv_entry_; // per RECV (recv_index): its timeline index
     std::vector<double> unshard_end_;     // per stage: when its latest UNSHARD ends
     std::vector<double> compute_free_, comm_free_, memory_; // per rank
     std::vector<int> ready_;                                // ranks that may advance
