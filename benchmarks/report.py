@@ -8,6 +8,7 @@ actions/s, i.e. lowest CPU time), which is what docs/performance.md reports: the
 shared, and the best run is the one least disturbed.
 
 Prints:
+  0. a summary line per target: how many schedules meet it at every size, the slowest;
   1. the targets of issue 8 (generate, validate, lower, simulate) per schedule, at 10^6 and 10^7;
   2. time per action at each size and its largest deviation from the 10^3 figure (the linear
      scaling target is +-30%);
@@ -83,6 +84,32 @@ def main(argv):
         print(f"Machine: {context.get('num_cpus')} CPUs at {context.get('mhz_per_cpu')} MHz, "
               f"load average {', '.join(f'{x:.2f}' for x in context.get('load_avg', []))} "
               f"(at the start of the first file's run).\n")
+
+    # 0. Summary: one line per target.
+    print("### Summary (best run, one core; slowest and median schedule over all sizes)\n")
+    print("| algorithm | counted | target | schedules meeting it at every size | slowest "
+          "(schedule, size) | median at 10^6 |")
+    print("|---|---|---|---|---|---|")
+    for alg, counter, target, counted in TARGETS:
+        met, total, slowest, at_million = 0, 0, None, []
+        for s in schedules:
+            rates = [(best.get((alg, s, str(n)), {}).get(counter), n) for n in sizes]
+            rates = [(r, n) for r, n in rates if r]
+            if not rates:
+                continue
+            total += 1
+            met += all(r >= target for r, _ in rates)
+            low = min(rates)
+            if slowest is None or low[0] < slowest[0]:
+                slowest = (low[0], s, low[1])
+            at_million += [r for r, n in rates if n == 1_000_000]
+        if total == 0:
+            continue
+        at_million.sort()
+        median = fmt_rate(at_million[len(at_million) // 2]) if at_million else "-"
+        print(f"| {alg} | {counted} | {target / 1e6:.0f}M/s | {met} of {total} | "
+              f"{fmt_rate(slowest[0])} ({slowest[1]}, 10^{len(str(slowest[2])) - 1}) | {median} |")
+    print()
 
     # 1. Targets.
     print("### Targets (best run, actions per second on one core, by size)\n")
