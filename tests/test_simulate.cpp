@@ -206,6 +206,39 @@ TEST_CASE("a deadlock is reported with the waiting ranks and actions", "[simulat
                        .status == simulation_status::deadlock);
 }
 
+TEST_CASE("a lowered order that never sends is reported as waiting for the SEND",
+          "[simulate][deadlock]") {
+    // Rank 0 forgets SEND_F of microbatch 1; rank 1 receives microbatch 0, then waits at 1F1.
+    // With a latency of 0.5: 0F0 runs [0, 1], its SEND_F is issued at 1, so 1F0's data arrives
+    // at 1.5 (the RECV_F's end) and 1F0 runs [1.5, 2.5]; rank 0's last forward ends at 3.
+    const order o(config{.ranks = 2, .microbatches = 3},
+                  {{action::forward(0, 0), action::send_f(0, 0), action::forward(0, 1),
+                    action::forward(0, 2), action::send_f(0, 2)},
+                   {action::recv_f(1, 0), action::forward(1, 0), action::recv_f(1, 1),
+                    action::forward(1, 1), action::recv_f(1, 2), action::forward(1, 2)}});
+    const auto sim = simulate(o, with_latency(f1_b2, 0.5));
+    REQUIRE(sim.status == simulation_status::deadlock);
+    REQUIRE(sim.stuck.size() == 1);
+    CHECK(sim.stuck[0].rank == 1);
+    CHECK(sim.stuck[0].slot == 3);
+    CHECK(sim.stuck[0].at == action::forward(1, 1));
+    CHECK(sim.stuck[0].waiting_for == action::send_f(0, 1));
+    CHECK(sim.stuck[0].waiting_rank == 0);
+    REQUIRE(sim.timeline.size() == 11);
+    CHECK(sim.timeline[5].act == action::recv_f(1, 0));
+    CHECK(sim.timeline[5].end == 1.5);
+    CHECK(sim.timeline[6].start == 1.5);
+    CHECK(sim.timeline[7].ran);       // RECV_F 1,1 is posted
+    CHECK_FALSE(sim.timeline[8].ran); // 1F1 never runs
+    CHECK(sim.ranks[1].end == 2.5);
+    CHECK(sim.makespan == 3);
+    STATIC_REQUIRE(
+        simulate(order(config{.ranks = 2, .microbatches = 1},
+                       {{action::forward(0, 0)}, {action::recv_f(1, 0), action::forward(1, 0)}}))
+            .stuck[0]
+            .waiting_for == action::send_f(0, 0));
+}
+
 TEST_CASE("actions that cannot be simulated are reported, not run", "[simulate][errors]") {
     const config cfg{.ranks = 2, .microbatches = 1};
     // A lowered order whose consumer has no RECV posted before it.
