@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <span>
 #include <tuple>
 #include <array>
 #include <string>
@@ -360,6 +361,19 @@ bool reference_lowered_valid(const order& o) {
     for (std::size_t r = 0; r < rows.size(); ++r)
         if (head[r] != rows[r].size()) return false;
     return true;
+}
+
+/// The verdict of validate's full passes alone (without the one-run check it tries first).
+bool full_passes_valid(const order& o) {
+    ppsched::detail::validator v(o.cfg(), /*quick=*/false);
+    return static_cast<bool>(v.run(o));
+}
+
+/// The verdict of the one-run check alone.
+bool one_run_valid(const order& o) {
+    std::vector<std::span<const ppsched::slot>> rows;
+    for (const auto& row : o) rows.emplace_back(row.data(), row.size());
+    return ppsched::detail::validity_run(o.cfg(), rows).valid();
 }
 
 bool has_at(const ppsched::validation_report& r, rule what, int rank, int step) {
@@ -941,6 +955,61 @@ TEST_CASE("validate agrees with a naive reference on every move of a communicati
     }
     CHECK(invalid > mutations / 4);
     CHECK(invalid < mutations);
+}
+
+TEST_CASE("the one-run check accepts exactly the orders the full passes accept, on every move, "
+          "deletion, copy and change of rank of one slot",
+          "[validate][mutation]") {
+    // validate trusts a "valid" from the one-run check and runs the full passes otherwise, so
+    // the check must never accept more; accepting less would only cost time.
+    int orders = 0, valid = 0;
+    const auto agree = [&](const order& o, const std::string& what) {
+        const bool full = full_passes_valid(o);
+        INFO(what);
+        CHECK(one_run_valid(o) == full);
+        ++orders;
+        valid += full ? 1 : 0;
+    };
+    for (const auto& [schedule, v] :
+         {std::pair{"1F1B", 1}, std::pair{"Interleaved1F1B", 2}, std::pair{"LoopedBFS", 2},
+          std::pair{"InterleavedZeroBubble", 2}, std::pair{"ZBVZeroBubble", 2},
+          std::pair{"DualPipeV", 2}}) {
+        for (const bool comms : {false, true}) {
+            const order base = load_case(schedule, 2, 4, v, comms);
+            const std::string name = std::string(schedule) + (comms ? " lowered" : " compute");
+            agree(base, name);
+            for (int r = 0; r < base.cfg().ranks; ++r) {
+                const int len = static_cast<int>(base.rank(r).size());
+                for (int from = 0; from < len; ++from) {
+                    const std::string at =
+                        name + " rank " + std::to_string(r) + " slot " + std::to_string(from);
+                    for (int to = 0; to < len; ++to) {
+                        if (to == from) continue;
+                        order o = base;
+                        move_slot(o, r, from, to);
+                        agree(o, at + " moved to " + std::to_string(to));
+                    }
+                    order deleted = base;
+                    erase_at(deleted, r, from);
+                    agree(deleted, at + " deleted");
+                    for (const int to : {0, from + 1, len}) {
+                        order copied = base;
+                        auto& row = copied.rank(r);
+                        row.insert(row.begin() + to, row[static_cast<std::size_t>(from)]);
+                        agree(copied, at + " copied to " + std::to_string(to));
+                    }
+                    order elsewhere = base;
+                    auto& other = elsewhere.rank(1 - r);
+                    other.insert(other.begin() + std::min(from, static_cast<int>(other.size())),
+                                 base.rank(r)[static_cast<std::size_t>(from)]);
+                    erase_at(elsewhere, r, from);
+                    agree(elsewhere, at + " moved to the other rank");
+                }
+            }
+        }
+    }
+    CHECK(valid > 12);
+    CHECK(valid < orders / 2);
 }
 
 TEST_CASE("every rule has a name and a message that names it", "[validate]") {

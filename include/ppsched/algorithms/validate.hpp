@@ -19,6 +19,7 @@
 #include "ppsched/config.hpp"
 #include "ppsched/detail/action_table.hpp"
 #include "ppsched/detail/dense_array.hpp"
+#include "ppsched/detail/validity_run.hpp"
 #include "ppsched/order.hpp"
 
 namespace ppsched {
@@ -155,12 +156,16 @@ enum class event_class : int { f, i, w, b, send_f, recv_f, send_b, recv_b };
 /// tables indexed by (plane, stage, microbatch) with the first position of each action.
 class validator {
   public:
-    constexpr explicit validator(const config& cfg) : cfg_(cfg) {}
+    /// `quick`: first try `validity_run`, which only tells valid orders apart (tests turn it
+    /// off to compare it with the full passes).
+    constexpr explicit validator(const config& cfg, bool quick = true) : cfg_(cfg), quick_(quick) {}
 
     template <order_range R>
     constexpr validation_report run(const R& rows) {
         if (!config_ok()) return std::move(report_);
         load(rows);
+        // Most orders checked are valid: one run decides that, without the passes below.
+        if (quick_ && validity_run(cfg_, rows_).valid()) return std::move(report_);
         S_ = cfg_.num_stages();
         M_ = cfg_.microbatches;
         if (rank_count_ != cfg_.ranks) {
@@ -712,6 +717,7 @@ class validator {
     };
 
     config cfg_;
+    bool quick_ = true;
     int S_ = 0, M_ = 0, rank_count_ = 0;
     bool lowered_ = false;
     bool any_fsdp_ = false;                   // some stage has UNSHARD or RESHARD
