@@ -221,7 +221,11 @@ class send_recv_pass {
     }
 
   private:
-    enum : std::uint8_t { fwd_done = 1, bwd_done = 2, got_recv_f = 4, got_recv_b = 8 };
+    // Per (stage, microbatch): its forward's input is there (received, produced on this rank
+    // by the previous stage, or none is needed at the first stage), and likewise its input
+    // backward's gradient. Setting these when the producer is placed, locally or through a
+    // RECV, makes readiness one lookup.
+    enum : std::uint8_t { input_f = 1, input_b = 2 };
 
     // A stage's neighbours and their ranks (-1 for none), looked up once per stage instead of
     // through the configuration at every action.
@@ -252,6 +256,14 @@ class send_recv_pass {
             l.next_rank = l.next >= 0 ? plan.stage_rank[static_cast<std::size_t>(l.next)] : -1;
         }
         flags_.assign(static_cast<std::size_t>(stages_) * microbatches_, 0);
+        for (int s = 0; s < stages_; ++s) {
+            const stage_link& l = links_[static_cast<std::size_t>(s)];
+            const std::uint8_t none_needed =
+                static_cast<std::uint8_t>((l.prev < 0 ? input_f : 0) | (l.next < 0 ? input_b : 0));
+            if (none_needed == 0) continue;
+            for (std::size_t mb = 0; mb < microbatches_; ++mb)
+                flags_[static_cast<std::size_t>(s) * microbatches_ + mb] = none_needed;
+        }
     }
 
     [[nodiscard]] constexpr std::uint8_t& flags(int stage, int mb) {
@@ -261,18 +273,13 @@ class send_recv_pass {
 
     // PyTorch's `_ready_to_schedule`: a forward needs its input received or produced on this
     // rank by the previous stage; an input backward (`I` or `B`) needs its gradient received
-    // or produced on this rank by the next stage. Everything else is always ready.
-    [[nodiscard]] constexpr bool ready(const action& a, int r) {
-        if (a.kind() == action_kind::forward) {
-            const stage_link& l = links_[static_cast<std::size_t>(a.stage())];
-            if (l.prev < 0 || (flags(a.stage(), a.microbatch()) & got_recv_f)) return true;
-            return l.prev_rank == r && (flags(l.prev, a.microbatch()) & fwd_done);
-        }
-        if (a.kind() == action_kind::backward_input || a.kind() == action_kind::full_backward) {
-            const stage_link& l = links_[static_cast<std::size_t>(a.stage())];
-            if (l.next < 0 || (flags(a.stage(), a.microbatch()) & got_recv_b)) return true;
-            return l.next_rank == r && (flags(l.next, a.microbatch()) & bwd_done);
-        }
+    // or produced on this rank by the next stage. Everything else is always ready. (A stage's
+    // neighbour is produced on this rank exactly when it lives on this rank: each stage lives
+    // on one rank.)
+    [[nodiscard]] constexpr bool ready(const action& a) {
+        if (a.kind() == action_kind::forward) return flags(a.stage(), a.microbatch()) & input_f;
+        if (a.kind() == action_kind::backward_input || a.kind() == action_kind::full_backward)
+            return flags(a.stage(), a.microbatch()) & input_b;
         return true;
     }
 
@@ -289,12 +296,12 @@ class send_recv_pass {
             const action a = *head;
             if (a.is_overlap()) {
                 const action f = a.forward_part(), b = a.backward_part();
-                if (!ready(f, r) || !ready(b, r)) return; // blocked: revisited on a RECV
+                if (!ready(f) || !ready(b)) return; // blocked: revisited on a RECV
                 put(st, a);
                 place(f, r);
                 place(b, r);
             } else {
-                if (!ready(a, r)) return; // blocked: revisited when a RECV arrives
+                if (!ready(a)) return; // blocked: revisited when a RECV arrives
                 put(st, a);
                 place(a, r);
             }
@@ -307,27 +314,28 @@ class send_recv_pass {
     constexpr void place(const action& p, int r) {
         const int s = p.stage(), mb = p.microbatch();
         if (p.kind() == action_kind::forward) {
-            flags(s, mb) |= fwd_done;
             const stage_link& l = links_[static_cast<std::size_t>(s)];
-            if (l.next < 0 || l.next_rank == r) return;
+            if (l.next < 0) return;
+            flags(l.next, mb) |= input_f;
+            if (l.next_rank == r) return;
             put(state_[static_cast<std::size_t>(r)], action::send_f(s, mb));
-            deliver(action::recv_f(l.next, mb), got_recv_f, l.next_rank, r);
+            deliver(action::recv_f(l.next, mb), l.next_rank, r);
         } else if (p.kind() == action_kind::backward_input ||
                    p.kind() == action_kind::full_backward) {
-            flags(s, mb) |= bwd_done;
             const stage_link& l = links_[static_cast<std::size_t>(s)];
-            if (l.prev < 0 || l.prev_rank == r) return;
+            if (l.prev < 0) return;
+            flags(l.prev, mb) |= input_b;
+            if (l.prev_rank == r) return;
             put(state_[static_cast<std::size_t>(r)], action::send_b(s, mb));
-            deliver(action::recv_b(l.prev, mb), got_recv_b, l.prev_rank, r);
+            deliver(action::recv_b(l.prev, mb), l.prev_rank, r);
         }
     }
 
-    constexpr void deliver(const action& recv, std::uint8_t got, int q, int sender) {
+    constexpr void deliver(const action& recv, int q, int sender) {
         const auto qi = static_cast<std::size_t>(q);
         rank_state& st = state_[qi];
         prefetch_ahead(st.out, st.out_end);
         put(st, recv);
-        flags(recv.stage(), recv.microbatch()) |= got;
         if (st.next == st.end) return; // finished: nothing to wake
         if (q > sender) {
             // PyTorch visits q later in this same round.

@@ -23,58 +23,102 @@ namespace detail {
 /// `prefetch` (an OVERLAP_F_B brings in both its stages at once, so a window can hold
 /// prefetch + 1). PyTorch rescans the suffix at every action (quadratic when a rank has fewer
 /// than `prefetch` stages); here each window is derived from the next one, walking backwards,
-/// in O(prefetch) per action. One object serves rank after rank (`compute` reuses its buffers,
-/// so lowering many ranks allocates them once).
+/// in O(prefetch) per action.
+///
+/// Only the windows that hold other stages than the previous action's are kept (the pass has
+/// nothing to do at the others: its active stages are already the window's), as a list of
+/// changes, last action first. One object serves rank after rank (`compute` reuses its
+/// buffers, so lowering many ranks allocates them once).
 class lookahead_windows {
   public:
     /// Computes the windows of `acts` (replacing the previous ones).
     constexpr void compute(const std::vector<action>& acts, int prefetch) {
         cap_ = window_capacity(acts, prefetch);
-        const std::size_t n = acts.size();
-        if (stages_.size() < n * cap_) stages_.resize(n * cap_, 0);
-        if (sizes_.size() < n) sizes_.resize(n, 0);
+        change_at_.clear();
+        change_size_.clear();
+        change_stages_.clear();
         // group[k]: the action index at which stage k of a window first appears. A window is
-        // cut only between groups, which is PyTorch's "stop after this action" rule. Only the
-        // groups of the window after the current one are read, so two rows of them suffice.
-        groups_.assign(2 * cap_, 0);
-        std::size_t* g = groups_.data();
-        std::size_t* ng = groups_.data() + cap_;
+        // cut only between groups, which is PyTorch's "stop after this action" rule. Window i
+        // is built in place from window i + 1 (`stage`, `group`: `size` entries).
+        if (window_.size() < 2 * cap_) window_.resize(2 * cap_, 0);
+        if (groups_.size() < 2 * cap_) groups_.resize(2 * cap_, 0);
+        int* stage = window_.data();
+        int* old_stage = window_.data() + cap_;
+        std::size_t* group = groups_.data();
+        std::size_t* old_group = groups_.data() + cap_;
+        std::size_t size = 0;
         const auto limit = static_cast<std::size_t>(prefetch);
-        for (std::size_t i = n; i-- > 0;) {
-            std::size_t k_out = 0;
-            int* w = &stages_[i * cap_];
-            auto take = [&](int stage, std::size_t group) {
-                if (k_out >= limit && group != g[k_out - 1]) return false;
-                w[k_out] = stage;
-                g[k_out] = group;
-                ++k_out;
-                return true;
-            };
+        for (std::size_t i = acts.size(); i-- > 0;) {
             const action& a = acts[i];
             int own[2] = {a.stage(), -1};
             if (a.is_overlap() && a.backward_part().stage() != own[0])
                 own[1] = a.backward_part().stage();
-            (void)take(own[0], i);
-            if (own[1] >= 0) (void)take(own[1], i);
-            if (i + 1 < n) {
-                const int* nw = &stages_[(i + 1) * cap_];
-                for (std::size_t k = 0; k < sizes_[i + 1]; ++k) {
-                    if (nw[k] == own[0] || nw[k] == own[1]) continue;
-                    if (!take(nw[k], ng[k])) break;
+            if (own[1] < 0 && size <= limit) {
+                // The common case: one stage, already in the window, which is not over its
+                // limit (so nothing can be cut). The window keeps its stages; this one moves
+                // to the front.
+                std::size_t k = 0;
+                while (k < size && stage[k] != own[0]) ++k;
+                if (k < size) {
+                    for (; k > 0; --k) {
+                        stage[k] = stage[k - 1];
+                        group[k] = group[k - 1];
+                    }
+                    stage[0] = own[0];
+                    group[0] = i;
+                    continue;
                 }
             }
-            sizes_[i] = k_out;
-            std::size_t* t = g; // this window's groups are the next one's for action i - 1
-            g = ng;
-            ng = t;
+            // In general: the action's own stages, then the next window's others, up to the
+            // limit.
+            const std::size_t old_size = size;
+            for (std::size_t k = 0; k < old_size; ++k) {
+                old_stage[k] = stage[k];
+                old_group[k] = group[k];
+            }
+            size = 0;
+            auto take = [&](int st, std::size_t grp) {
+                if (size >= limit && grp != group[size - 1]) return false;
+                stage[size] = st;
+                group[size] = grp;
+                ++size;
+                return true;
+            };
+            const std::size_t own_count = own[1] >= 0 ? 2 : 1;
+            (void)take(own[0], i);
+            if (own[1] >= 0) (void)take(own[1], i);
+            // The same stages as the next window iff that holds this action's own stages and
+            // none of its stages is cut.
+            std::size_t found = 0;
+            bool cut = false;
+            for (std::size_t k = 0; k < old_size; ++k) {
+                if (old_stage[k] == own[0] || old_stage[k] == own[1]) {
+                    ++found;
+                    continue;
+                }
+                if (!take(old_stage[k], old_group[k])) {
+                    cut = true;
+                    break;
+                }
+            }
+            if (i + 1 < acts.size() && (found != own_count || cut))
+                record(i + 1, old_stage, old_size);
         }
+        if (!acts.empty()) record(0, stage, size);
     }
 
-    /// The window of action `i`: `size(i)` stages starting at `data(i)`.
-    [[nodiscard]] constexpr const int* data(std::size_t i) const noexcept {
-        return &stages_[i * cap_];
+    /// The number of windows kept (actions whose window differs from the previous action's,
+    /// and the first action).
+    [[nodiscard]] constexpr std::size_t changes() const noexcept { return change_at_.size(); }
+    /// The `c`-th window kept, counting from the last action: the window of action `at(c)`,
+    /// `size(c)` stages starting at `data(c)`.
+    [[nodiscard]] constexpr std::size_t at(std::size_t c) const noexcept { return change_at_[c]; }
+    [[nodiscard]] constexpr const int* data(std::size_t c) const noexcept {
+        return &change_stages_[c * cap_];
     }
-    [[nodiscard]] constexpr std::size_t size(std::size_t i) const noexcept { return sizes_[i]; }
+    [[nodiscard]] constexpr std::size_t size(std::size_t c) const noexcept {
+        return change_size_[c];
+    }
 
   private:
     // A window never holds more than the rank's distinct stages, so a huge `prefetch` costs no
@@ -98,10 +142,17 @@ class lookahead_windows {
         return want < distinct + 1 ? want : distinct + 1;
     }
 
+    constexpr void record(std::size_t at, const int* w, std::size_t n) {
+        change_at_.push_back(at);
+        change_size_.push_back(n);
+        for (std::size_t k = 0; k < cap_; ++k) change_stages_.push_back(k < n ? w[k] : -1);
+    }
+
     std::size_t cap_ = 0;
-    std::vector<int> stages_;
-    std::vector<std::size_t> sizes_;
-    std::vector<std::size_t> groups_;
+    std::vector<int> window_;         // the window being built, and a copy of the next one
+    std::vector<std::size_t> groups_; // their groups
+    std::vector<std::size_t> change_at_, change_size_;
+    std::vector<int> change_stages_; // `cap_` per window kept
     std::vector<std::uint8_t> seen_;
     std::vector<std::size_t> touched_;
 };
@@ -111,18 +162,6 @@ struct unshard_reshard_scratch {
     lookahead_windows windows;
     std::vector<int> fetch, evict;
 };
-
-/// Whether the `n` stages at `w` are the `pn` (distinct) stages at `pw`, in any order.
-[[nodiscard]] constexpr bool same_stages(const int* w, std::size_t n, const int* pw,
-                                         std::size_t pn) noexcept {
-    if (n != pn) return false;
-    for (std::size_t k = 0; k < n; ++k) {
-        bool found = false;
-        for (std::size_t j = 0; j < pn && !found; ++j) found = w[k] == pw[j];
-        if (!found) return false;
-    }
-    return true;
-}
 
 /// One rank of `add_unshard_reshard` over its actions `acts` (idle slots already dropped):
 /// calls `emit` with, before each action, the RESHARDs of the active stages that left its
@@ -137,42 +176,37 @@ constexpr void unshard_reshard_into(const std::vector<action>& acts, int prefetc
     std::vector<int>& fetch = scratch.fetch;
     std::vector<int>& evict = scratch.evict;
     py_int_set active;
-    const int* prev_w = nullptr;
-    std::size_t prev_n = 0;
-    for (std::size_t i = 0; i < acts.size(); ++i) {
-        const int* w = windows.data(i);
-        const std::size_t n = windows.size(i);
-        // After each step the active stages are exactly the window's, so a window holding the
-        // same stages as the previous one (the common case) changes nothing: skip the set.
-        if (!same_stages(w, n, prev_w, prev_n)) {
-            auto in_window = [&](int stage) {
-                for (std::size_t k = 0; k < n; ++k)
-                    if (w[k] == stage) return true;
-                return false;
-            };
-            fetch.clear();
-            evict.clear();
+    // After each step the active stages are exactly the window's, so only where the window
+    // changes is there anything to do: the actions in between are passed through.
+    std::size_t i = 0;
+    for (std::size_t c = windows.changes(); c-- > 0;) {
+        for (const std::size_t at = windows.at(c); i < at; ++i) emit(acts[i]);
+        const int* w = windows.data(c);
+        const std::size_t n = windows.size(c);
+        auto in_window = [&](int stage) {
             for (std::size_t k = 0; k < n; ++k)
-                if (!active.contains(w[k])) fetch.push_back(w[k]);
-            // Every active stage outside the window is evicted; skip the table walk when none
-            // is.
-            if (active.size() > n - fetch.size())
-                active.for_each([&](int stage) {
-                    if (!in_window(stage)) evict.push_back(stage);
-                });
-            for (const int stage : evict) {
-                active.erase(stage);
-                emit(action::reshard(stage));
-            }
-            for (const int stage : fetch) {
-                active.insert(stage);
-                emit(action::unshard(stage));
-            }
+                if (w[k] == stage) return true;
+            return false;
+        };
+        fetch.clear();
+        evict.clear();
+        for (std::size_t k = 0; k < n; ++k)
+            if (!active.contains(w[k])) fetch.push_back(w[k]);
+        // Every active stage outside the window is evicted; skip the table walk when none is.
+        if (active.size() > n - fetch.size())
+            active.for_each([&](int stage) {
+                if (!in_window(stage)) evict.push_back(stage);
+            });
+        for (const int stage : evict) {
+            active.erase(stage);
+            emit(action::reshard(stage));
         }
-        emit(acts[i]);
-        prev_w = w;
-        prev_n = n;
+        for (const int stage : fetch) {
+            active.insert(stage);
+            emit(action::unshard(stage));
+        }
     }
+    for (; i < acts.size(); ++i) emit(acts[i]);
     evict.clear();
     active.for_each([&](int stage) { evict.push_back(stage); });
     for (const int stage : evict) emit(action::reshard(stage));

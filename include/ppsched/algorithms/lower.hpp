@@ -101,28 +101,35 @@ template <order_range R>
     const auto ranks = static_cast<std::size_t>(cfg.ranks);
     std::vector<rank_slots> out(ranks);
     std::vector<action> acts;
+    // A rank's items, written by index into a buffer that only grows (no out-of-line
+    // push_back per item).
     rank_slots items;
+    std::size_t count = 0;
+    auto store = [&](const action& a) {
+        if (count == items.size()) items.resize(2 * count + 64, slot{});
+        items[count++] = a;
+    };
     detail::unshard_reshard_scratch scratch;
     // Counted over all ranks at once: a stage lives on one rank (the plan checked it).
     detail::reduce_grad_counter counter(cfg);
     auto emit = [&](const action& a) {
-        items.push_back(a);
-        if (options.reduce_grad) counter.after(a, [&](const action& g) { items.push_back(g); });
+        store(a);
+        if (options.reduce_grad) counter.after(a, store);
     };
     std::size_t r = 0;
     for (const auto& row : rows) {
         detail::compact_into(row, acts);
         if (options.merge_bw) detail::merge_bw_in_place(acts);
-        items.clear();
+        count = 0;
         if (options.unshard_reshard)
             detail::unshard_reshard_into(acts, options.prefetch, scratch, emit);
         else
             for (const action& a : acts) emit(a);
         rank_slots& o = out[r];
-        o.reserve(plan.comms[r] + items.size());
+        o.reserve(plan.comms[r] + count);
         o.resize(plan.comms[r]);
-        o.insert(o.end(), items.begin(), items.end());
-        plan.items[r] = items.size();
+        o.insert(o.end(), items.begin(), items.begin() + static_cast<std::ptrdiff_t>(count));
+        plan.items[r] = count;
         ++r;
     }
     return detail::send_recv_pass(std::move(out), std::move(plan)).run();
