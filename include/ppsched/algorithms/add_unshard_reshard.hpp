@@ -161,6 +161,8 @@ class lookahead_windows {
 struct unshard_reshard_scratch {
     lookahead_windows windows;
     std::vector<int> fetch, evict;
+    std::vector<action> acts; // for `unshard_reshard_row`
+    rank_slots items;         // for `unshard_reshard_row`
 };
 
 /// One rank of `add_unshard_reshard` over its actions `acts` (idle slots already dropped):
@@ -212,18 +214,17 @@ constexpr void unshard_reshard_into(const std::vector<action>& acts, int prefetc
     for (const int stage : evict) emit(action::reshard(stage));
 }
 
-/// One rank of `add_unshard_reshard`: drops idle slots, then `unshard_reshard_into`.
+/// One rank of `add_unshard_reshard`: drops idle slots, then `unshard_reshard_into`. The row
+/// is built in `scratch` and returned at its exact size.
 template <class Row>
 constexpr rank_slots unshard_reshard_row(const Row& row, int prefetch,
                                          unshard_reshard_scratch& scratch) {
-    std::vector<action> acts;
-    reserve_for(acts, row);
-    for (const auto& s : row)
-        if (const action* a = slot_action(s)) acts.push_back(*a);
-    rank_slots out;
-    out.reserve(acts.size() + acts.size() / 2 + 8);
-    unshard_reshard_into(acts, prefetch, scratch, [&](const action& a) { out.push_back(a); });
-    return out;
+    compact_into(row, scratch.acts);
+    rank_slots& items = scratch.items;
+    items.clear();
+    unshard_reshard_into(scratch.acts, prefetch, scratch,
+                         [&](const action& a) { items.push_back(a); });
+    return rank_slots(items.begin(), items.end());
 }
 
 } // namespace detail
@@ -244,6 +245,7 @@ template <order_range R>
     PPSCHED_EXPECTS(prefetch >= 1, "ppsched::add_unshard_reshard: prefetch must be >= 1 (got ",
                     prefetch, ")");
     std::vector<rank_slots> out;
+    detail::reserve_for(out, rows);
     detail::unshard_reshard_scratch scratch;
     for (const auto& row : rows) out.push_back(detail::unshard_reshard_row(row, prefetch, scratch));
     PPSCHED_EXPECTS(out.size() == static_cast<std::size_t>(cfg.ranks),
