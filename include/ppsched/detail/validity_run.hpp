@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "ppsched/action.hpp"
@@ -27,6 +28,28 @@
 #include "ppsched/order.hpp"
 
 namespace ppsched::detail {
+
+namespace validity {
+
+// A (stage, microbatch) cell: one bit per action plane, set when that action has run. Two
+// bytes rather than one: a store through a character type may alias anything, which would
+// make the compiler reload every member after each record.
+using cell_bit_t = std::uint16_t;
+enum : cell_bit_t {
+    bit_f = 1,
+    bit_i = 2,
+    bit_w = 4,
+    bit_b = 8,
+    bit_send_f = 16,
+    bit_recv_f = 32,
+    bit_send_b = 64,
+    bit_recv_b = 128,
+    bit_grad = bit_b | bit_i, // the input gradient: B, or I when split
+    bit_compute = bit_f | bit_i | bit_w | bit_b,
+};
+/// Per action kind (by its value): its bit in a cell (0: no microbatch, or OVERLAP_F_B).
+inline constexpr cell_bit_t kind_bit[action_kind_count] = {
+    bit_f, bit_i, bit_w, bit_b, 0, 0, 0, bit_send_f, bit_recv_f, bit_send_b, bit_recv_b, 0};
 
 /// One lock-step run of an order (see the file comment). Requires: a well-formed `cfg` and one
 /// row per rank (the caller checks both).
@@ -56,27 +79,12 @@ class validity_run {
     enum class outcome { valid, invalid, lowered };
     enum class step_result { done, blocked, invalid, lowered };
 
-    // One bit per action plane in a (stage, microbatch) cell: what has run.
-    enum : std::uint8_t {
-        bit_f = 1,
-        bit_i = 2,
-        bit_w = 4,
-        bit_b = 8,
-        bit_send_f = 16,
-        bit_recv_f = 32,
-        bit_send_b = 64,
-        bit_recv_b = 128,
-        bit_grad = bit_b | bit_i, // the input gradient: B, or I when split
-    };
     // Per-stage sharding and gradient-reduction state.
     enum : std::uint8_t {
         st_unsharded = 1, // between UNSHARD and RESHARD
         st_managed = 2,   // the stage has had an UNSHARD or RESHARD (FSDP manages it)
-        st_early = 4,     // it computed before its first UNSHARD/RESHARD
-        st_reduced = 8,   // REDUCE_GRAD has run
+        st_reduced = 4,   // REDUCE_GRAD has run
     };
-    // What a blocked rank waits for, with the producing cell: key = cell * 4 + what.
-    enum : int { wait_f = 0, wait_grad = 1, wait_send_f = 2, wait_send_b = 3 };
 
     struct stage_geometry {
         int home = 0;                       // the stage's rank
@@ -124,40 +132,35 @@ class validity_run {
 
     constexpr void reset() {
         done_ =
-            dense_array<std::uint8_t>(static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_));
+            dense_array<cell_bit_t>(static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_));
         stage_ = dense_array<std::uint8_t>(static_cast<std::size_t>(S_));
         cursor_ = dense_array<int>(static_cast<std::size_t>(R_));
         blocked_ = dense_array<long long>(static_cast<std::size_t>(R_), -1);
-    }
-
-    [[nodiscard]] constexpr std::size_t cell(const stage_geometry& g, int stage,
-                                             int mb) const noexcept {
-        return static_cast<std::size_t>(stage) * static_cast<std::size_t>(M_) +
-               static_cast<std::size_t>(mb - g.mb_begin);
+        ready_ = dense_array<int>(static_cast<std::size_t>(R_));
     }
 
     constexpr outcome run(bool lowered) {
         lowered_ = lowered;
-        std::vector<int> ready;
-        ready.reserve(static_cast<std::size_t>(R_));
-        for (int r = R_ - 1; r >= 0; --r) ready.push_back(r);
-        while (!ready.empty()) {
-            const int r = ready.back();
-            ready.pop_back();
+        // Raw pointers into the tables: no accessor call per use (shorter constant evaluation).
+        done_p_ = done_.begin();
+        geo_p_ = geo_.begin();
+        // The ranks that can run, a stack (each rank is on it at most once).
+        int ready_count = 0;
+        for (int r = R_ - 1; r >= 0; --r) ready_[static_cast<std::size_t>(ready_count++)] = r;
+        while (ready_count > 0) {
+            const int r = ready_[static_cast<std::size_t>(--ready_count)];
             const auto ri = static_cast<std::size_t>(r);
             const slot* row = rows_[ri].data();
             const int n = static_cast<int>(rows_[ri].size());
             int at = cursor_[ri];
-            for (; at < n; ++at) {
-                const action* a = row[at].get();
-                if (!a) continue;
-                const step_result res = step(r, *a, ready);
-                if (res == step_result::done) continue;
-                if (res == step_result::invalid) return outcome::invalid;
-                if (res == step_result::lowered) return outcome::lowered;
-                break; // blocked: `blocked_[ri]` says on what
+            step_result res = step_result::done;
+            for (; at < n && res == step_result::done; ++at) {
+                if (const action* a = row[at].get()) res = step(r, *a, ready_count);
             }
-            cursor_[ri] = at;
+            if (res == step_result::invalid) return outcome::invalid;
+            if (res == step_result::lowered) return outcome::lowered;
+            // Blocked: `blocked_[ri]` says on what; the slot runs again when woken.
+            cursor_[ri] = res == step_result::blocked ? at - 1 : at;
         }
         for (int r = 0; r < R_; ++r)
             if (cursor_[static_cast<std::size_t>(r)] !=
@@ -168,185 +171,185 @@ class validity_run {
 
     /// Runs action `a` on rank `r` if it can: checks, then records it and wakes the rank
     /// waiting for it.
-    constexpr step_result step(int r, const action& a, std::vector<int>& ready) {
-        if (a.is_overlap()) {
-            // Both parts are checked against what ran before this slot, then both recorded:
-            // the backward part cannot use the forward part of the same slot.
-            const action f = a.forward_part(), b = a.backward_part();
-            step_result res = check(r, f);
-            if (res == step_result::done) res = check(r, b);
-            if (res != step_result::done) return res;
-            record(f, ready);
-            record(b, ready);
-            return step_result::done;
+    [[gnu::always_inline]] constexpr step_result step(int r, const action& a, int& ready_count) {
+        const action_kind k = a.kind();
+        std::size_t c = 0;
+        if (k != action_kind::overlap_f_b) {
+            const int s = a.stage();
+            const step_result res = check(r, k, s, a.microbatch(), c);
+            if (res == step_result::done) record(k, s, c, ready_count);
+            return res;
         }
-        const step_result res = check(r, a);
-        if (res == step_result::done) record(a, ready);
-        return res;
+        // Both parts are checked against what ran before this slot, then both recorded: the
+        // backward part cannot use the forward part of the same slot.
+        const action b = a.backward_part();
+        std::size_t cb = 0;
+        step_result res = check(r, action_kind::forward, a.stage(), a.microbatch(), c);
+        if (res == step_result::done) res = check(r, b.kind(), b.stage(), b.microbatch(), cb);
+        if (res != step_result::done) return res;
+        record(action_kind::forward, a.stage(), c, ready_count);
+        record(b.kind(), b.stage(), cb, ready_count);
+        return step_result::done;
     }
 
-    /// Whether action part `a` can run on rank `r` now: `done` when it can, `blocked` (with
-    /// `blocked_[r]` set) when it waits for another rank, `invalid` when some rule of
-    /// `validate` rejects the order whatever happens next.
-    constexpr step_result check(int r, const action& a) {
-        const action_kind k = a.kind();
-        const int s = a.stage();
+    // (The checks below are written as few statements as they can be: each statement is a
+    // step of constant evaluation, whose budget `static_assert(validate(...))` shares with
+    // generating the order.)
+
+    /// Whether action part (`k`, `s`, `mb`) can run on rank `r` now: `done` (with its cell in
+    /// `c`) when it can, `blocked` (with `blocked_[r]` set) when it waits for another rank,
+    /// `invalid` when some rule of `validate` rejects the order whatever happens next.
+    [[gnu::always_inline]] constexpr step_result check(int r, action_kind k, int s, int mb,
+                                                       std::size_t& c) {
         // Structure: stage_out_of_range, wrong_rank (every later check relies on the action
-        // being on its stage's rank), microbatch_out_of_range.
-        if (s >= S_) return step_result::invalid;
-        const stage_geometry& g = geo_[static_cast<std::size_t>(s)];
-        if (g.home != r) return step_result::invalid;
+        // being on its stage's rank).
+        if (s >= S_ || geo_p_[s].home != r) return step_result::invalid;
+        const stage_geometry& g = geo_p_[s];
         const std::uint8_t st = stage_[static_cast<std::size_t>(s)];
-        if (k == action_kind::unshard || k == action_kind::reshard) {
-            // shard_mismatch; and a stage that computed before its first UNSHARD/RESHARD
-            // computed while sharded (compute_while_sharded).
-            const bool unsharded = (st & st_unsharded) != 0;
-            if ((st & st_early) || unsharded == (k == action_kind::unshard))
-                return step_result::invalid;
-            return step_result::done;
-        }
-        if (k == action_kind::reduce_grad) // a second one: duplicate_action
-            return (st & st_reduced) ? step_result::invalid : step_result::done;
-        if (!lowered_ && is_p2p(k)) return step_result::lowered;
-        const int mb = a.microbatch();
-        if (mb < g.mb_begin || mb - g.mb_begin >= g.mb_count) return step_result::invalid;
-        const std::size_t c = cell(g, s, mb);
-        const std::uint8_t here = done_[c];
-        // Compute on a stage FSDP manages must run between UNSHARD and RESHARD
-        // (compute_while_sharded); a backward after REDUCE_GRAD is reduce_grad_early.
-        if (is_compute(k) && (st & (st_managed | st_unsharded)) == st_managed)
+        if (kind_bit[static_cast<std::size_t>(k)] == 0) return check_stage_action(k, s, st);
+        const int i = mb - g.mb_begin;
+        // microbatch_out_of_range; compute on a stage FSDP manages runs between UNSHARD and
+        // RESHARD (compute_while_sharded); no backward after REDUCE_GRAD (reduce_grad_early).
+        if (i < 0 || i >= g.mb_count ||
+            (k <= action_kind::full_backward && ((st & (st_managed | st_unsharded)) == st_managed ||
+                                                 (k != action_kind::forward && (st & st_reduced)))))
             return step_result::invalid;
-        if ((st & st_reduced) && is_backward(k)) return step_result::invalid;
-        // Presence: a second copy is duplicate_action (the end sweep finds the missing ones).
+        c = static_cast<std::size_t>(s) * static_cast<std::size_t>(M_) +
+            static_cast<std::size_t>(i);
+        const cell_bit_t here = done_p_[c];
+        // In the cell: a second copy is duplicate_action, B next to I mixed_backward (the end
+        // sweep finds what is missing).
         switch (k) {
-        case action_kind::forward: {
-            if (here & bit_f) return step_result::invalid;
-            if (g.prev < 0) return step_result::done;
-            const std::size_t p = cell(g, g.prev, mb);
-            // Same rank: the previous stage's F earlier in the row (dependency_order, or
-            // missing_forward when it never comes).
-            if (g.prev_home == r)
-                return (done_[p] & bit_f) ? step_result::done : step_result::invalid;
-            // Lowered: its RECV_F earlier in the row (missing_recv).
-            if (lowered_) return (here & bit_recv_f) ? step_result::done : step_result::invalid;
-            // Compute-only: wait for the other rank (the deadlock simulation).
-            if (done_[p] & bit_f) return step_result::done;
-            return wait(r, p, wait_f);
-        }
+        case action_kind::forward:
+            // After the previous stage's F (see `needs`).
+            return (here & bit_f) ? step_result::invalid
+                                  : needs(r, g.prev, g.prev_home, i, here, bit_f, bit_recv_f);
+        case action_kind::backward_input:
         case action_kind::full_backward:
-        case action_kind::backward_input: {
-            // One backward per cell (a second, or B next to I: duplicate_action or
-            // mixed_backward); the forward earlier in the row (backward_before_forward).
-            // (A W here would mean an I here: a W is only recorded after its I.)
-            if ((here & bit_grad) || !(here & bit_f)) return step_result::invalid;
-            if (g.next < 0) return step_result::done;
-            const std::size_t p = cell(g, g.next, mb);
-            if (g.next_home == r)
-                return (done_[p] & bit_grad) ? step_result::done : step_result::invalid;
-            if (lowered_) return (here & bit_recv_b) ? step_result::done : step_result::invalid;
-            if (done_[p] & bit_grad) return step_result::done;
-            return wait(r, p, wait_grad);
-        }
+            // After the forward on this rank (backward_before_forward) and the next stage's B or
+            // I. (A W here would mean an I here: a W is only recorded after its I.)
+            return (here & bit_grad) || !(here & bit_f)
+                       ? step_result::invalid
+                       : needs(r, g.next, g.next_home, i, here, bit_grad, bit_recv_b);
         case action_kind::backward_weight:
-            // After its I on the rank (weight_before_input; without I: missing_backward or
-            // mixed_backward); at most once.
+            // After its I on this rank (weight_before_input; without an I: missing_backward or
+            // mixed_backward).
             return (here & bit_i) && !(here & bit_w) ? step_result::done : step_result::invalid;
         case action_kind::send_f:
-            // A peer on another rank (needless_p2p), once, after the forward
+            // Lowered only; a peer on another rank (needless_p2p); after the forward
             // (send_before_compute).
-            return (g.p2p & bit_send_f) && !(here & bit_send_f) && (here & bit_f)
+            return !lowered_ ? step_result::lowered
+                   : (g.p2p & bit_send_f) && !(here & bit_send_f) && (here & bit_f)
                        ? step_result::done
                        : step_result::invalid;
         case action_kind::send_b:
-            return (g.p2p & bit_send_b) && !(here & bit_send_b) && (here & bit_grad)
+            return !lowered_ ? step_result::lowered
+                   : (g.p2p & bit_send_b) && !(here & bit_send_b) && (here & bit_grad)
                        ? step_result::done
                        : step_result::invalid;
-        case action_kind::recv_f: {
-            if (!(g.p2p & bit_recv_f) || (here & bit_recv_f)) return step_result::invalid;
-            // Receives block until the peer's send has run (the deadlock simulation).
-            const std::size_t p = cell(g, g.prev, mb);
-            if (done_[p] & bit_send_f) return step_result::done;
-            return wait(r, p, wait_send_f);
-        }
-        case action_kind::recv_b: {
-            if (!(g.p2p & bit_recv_b) || (here & bit_recv_b)) return step_result::invalid;
-            const std::size_t p = cell(g, g.next, mb);
-            if (done_[p] & bit_send_b) return step_result::done;
-            return wait(r, p, wait_send_b);
-        }
+        case action_kind::recv_f:
+            // Waits for the peer's SEND (the deadlock simulation).
+            return !lowered_                                      ? step_result::lowered
+                   : (g.p2p & bit_recv_f) && !(here & bit_recv_f) ? awaits(r, g.prev, i, bit_send_f)
+                                                                  : step_result::invalid;
+        case action_kind::recv_b:
+            return !lowered_                                      ? step_result::lowered
+                   : (g.p2p & bit_recv_b) && !(here & bit_recv_b) ? awaits(r, g.next, i, bit_send_b)
+                                                                  : step_result::invalid;
         default:
             return step_result::invalid;
         }
     }
 
-    constexpr step_result wait(int r, std::size_t producer, int what) {
-        blocked_[static_cast<std::size_t>(r)] = static_cast<long long>(producer) * 4 + what;
+    /// A compute part on rank `r` that needs what stage `peer` (on `peer_home`; -1: none)
+    /// produced for the same microbatch (index `i`): on the same rank earlier in the row
+    /// (dependency_order; missing_* when it never comes), on another rank waited for when
+    /// compute-only (the deadlock simulation), or the RECV `recv` earlier on this rank when
+    /// lowered (missing_recv). `here`: the part's own cell.
+    [[gnu::always_inline]] constexpr step_result needs(int r, int peer, int peer_home, int i,
+                                                       cell_bit_t here, cell_bit_t from_peer,
+                                                       cell_bit_t recv) {
+        if (peer < 0) return step_result::done;
+        if (lowered_ && peer_home != r)
+            return (here & recv) ? step_result::done : step_result::invalid;
+        return peer_home == r ? ((done_p_[cell(peer, i)] & from_peer) ? step_result::done
+                                                                      : step_result::invalid)
+                              : awaits(r, peer, i, from_peer);
+    }
+
+    /// Done when stage `peer`'s cell for microbatch index `i` has one of `bits`; else rank `r`
+    /// blocks on it.
+    [[gnu::always_inline]] constexpr step_result awaits(int r, int peer, int i, cell_bit_t bits) {
+        const std::size_t p = cell(peer, i);
+        if (done_p_[p] & bits) return step_result::done;
+        blocked_[static_cast<std::size_t>(r)] = wait_key(p, bits);
         return step_result::blocked;
     }
 
-    /// Records that action part `a` (checked) has run, and wakes the one rank that can wait
-    /// for it: its consumer's (every action is on its own rank here).
-    constexpr void record(const action& a, std::vector<int>& ready) {
-        const action_kind k = a.kind();
-        const int s = a.stage();
-        const stage_geometry& g = geo_[static_cast<std::size_t>(s)];
-        std::uint8_t& st = stage_[static_cast<std::size_t>(s)];
-        switch (k) {
-        case action_kind::unshard:
-            st = static_cast<std::uint8_t>(st | st_unsharded | st_managed);
-            return;
-        case action_kind::reshard:
-            st = static_cast<std::uint8_t>((st & ~st_unsharded) | st_managed);
-            return;
-        case action_kind::reduce_grad:
-            st = static_cast<std::uint8_t>(st | st_reduced);
-            return;
-        default:
-            break;
+    [[nodiscard]] constexpr std::size_t cell(int stage, int i) const noexcept {
+        return static_cast<std::size_t>(stage) * static_cast<std::size_t>(M_) +
+               static_cast<std::size_t>(i);
+    }
+
+    /// UNSHARD / RESHARD / REDUCE_GRAD (`st`: the stage's state).
+    constexpr step_result check_stage_action(action_kind k, int s, std::uint8_t st) const {
+        if (k == action_kind::reduce_grad) // a second one: duplicate_action
+            return (st & st_reduced) ? step_result::invalid : step_result::done;
+        // shard_mismatch (and OVERLAP_F_B nested in an overlap, which cannot be built).
+        if ((k != action_kind::unshard && k != action_kind::reshard) ||
+            ((st & st_unsharded) != 0) == (k == action_kind::unshard))
+            return step_result::invalid;
+        // The first UNSHARD/RESHARD of a stage: the stage was sharded all along, so any compute
+        // it ran before was compute_while_sharded. (Once per stage: linear overall.)
+        if (!(st & st_managed)) {
+            const cell_bit_t* cells = done_p_ + static_cast<std::size_t>(s) * M_;
+            for (int i = 0; i < M_; ++i)
+                if (cells[i] & bit_compute) return step_result::invalid;
         }
-        if (is_compute(k) && !(st & (st_unsharded | st_early)))
-            st = static_cast<std::uint8_t>(st | st_early);
-        const std::size_t c = cell(g, s, a.microbatch());
-        int waiter = -1, what = 0;
-        std::uint8_t bit = 0;
-        switch (k) {
-        case action_kind::forward:
-            bit = bit_f;
-            if (!lowered_) waiter = g.next_home, what = wait_f;
-            break;
-        case action_kind::backward_input:
-            bit = bit_i;
-            if (!lowered_) waiter = g.prev_home, what = wait_grad;
-            break;
-        case action_kind::full_backward:
-            bit = bit_b;
-            if (!lowered_) waiter = g.prev_home, what = wait_grad;
-            break;
-        case action_kind::backward_weight:
-            bit = bit_w;
-            break;
-        case action_kind::send_f:
-            bit = bit_send_f;
-            waiter = g.next_home, what = wait_send_f;
-            break;
-        case action_kind::recv_f:
-            bit = bit_recv_f;
-            break;
-        case action_kind::send_b:
-            bit = bit_send_b;
-            waiter = g.prev_home, what = wait_send_b;
-            break;
-        case action_kind::recv_b:
-            bit = bit_recv_b;
-            break;
-        default:
-            break;
+        return step_result::done;
+    }
+
+    /// What a blocked rank waits for: a cell and the bits of which one must be set.
+    [[nodiscard]] static constexpr long long wait_key(std::size_t cell, cell_bit_t bits) {
+        return static_cast<long long>(cell) * 256 + bits;
+    }
+
+    /// Records that an action part of kind `k` and stage `s` (checked; `c`: its cell) has run,
+    /// and wakes the one rank that can wait for it: its consumer's (every action is on its own
+    /// rank here).
+    [[gnu::always_inline]] constexpr void record(action_kind k, int s, std::size_t c,
+                                                 int& ready_count) {
+        const cell_bit_t bit = kind_bit[static_cast<std::size_t>(k)];
+        if (bit == 0) {
+            std::uint8_t& st = stage_[static_cast<std::size_t>(s)];
+            st = static_cast<std::uint8_t>(
+                k == action_kind::unshard   ? st | st_unsharded | st_managed
+                : k == action_kind::reshard ? (st & ~st_unsharded) | st_managed
+                                            : st | st_reduced);
+            return;
         }
-        done_[c] = static_cast<std::uint8_t>(done_[c] | bit);
-        if (waiter >= 0 &&
-            blocked_[static_cast<std::size_t>(waiter)] == static_cast<long long>(c) * 4 + what) {
-            blocked_[static_cast<std::size_t>(waiter)] = -1;
-            ready.push_back(waiter);
+        done_p_[c] = static_cast<cell_bit_t>(done_p_[c] | bit);
+        // Who waits for it: compute-only, F's and B/I's consumers; lowered, the SENDs' peers.
+        const stage_geometry& g = geo_p_[s];
+        const int waiter = (lowered_ && k <= action_kind::full_backward) ||
+                                   k == action_kind::backward_weight || is_recv(k)
+                               ? -1
+                           : k == action_kind::forward || k == action_kind::send_f ? g.next_home
+                                                                                   : g.prev_home;
+        // (A consumer of B or I waits for either.)
+        const cell_bit_t as = k == action_kind::backward_input || k == action_kind::full_backward
+                                  ? cell_bit_t{bit_grad}
+                                  : bit;
+        if (waiter < 0 || blocked_[static_cast<std::size_t>(waiter)] != wait_key(c, as)) return;
+        const auto w = static_cast<std::size_t>(waiter);
+        blocked_[w] = -1;
+        ready_[static_cast<std::size_t>(ready_count++)] = waiter;
+        // Its row was left many ranks ago: fetch the slots it runs next while this rank goes
+        // on.
+        if (!std::is_constant_evaluated()) {
+            const slot* next = rows_[w].data() + cursor_[w];
+            __builtin_prefetch(next);
+            __builtin_prefetch(next + 4);
         }
     }
 
@@ -356,14 +359,14 @@ class validity_run {
     /// unmatched_recv); with the checks during the run, no cell holds anything else.
     [[nodiscard]] constexpr bool sweep() const {
         for (int s = 0; s < S_; ++s) {
-            const stage_geometry& g = geo_[static_cast<std::size_t>(s)];
+            const stage_geometry& g = geo_p_[s];
             const std::uint8_t p2p = lowered_ ? g.p2p : 0;
-            const std::uint8_t* here = done_.begin() + cell(g, s, g.mb_begin);
+            const cell_bit_t* cells = done_p_ + static_cast<std::size_t>(s) * M_;
             for (int i = 0; i < g.mb_count; ++i) {
-                const std::uint8_t bits = here[i];
-                const auto compute = static_cast<std::uint8_t>(bits & 15);
+                const cell_bit_t bits = cells[i];
+                const auto compute = static_cast<std::uint8_t>(bits & bit_compute);
                 if ((compute != (bit_f | bit_b) && compute != (bit_f | bit_i | bit_w)) ||
-                    (bits & 0xf0) != p2p)
+                    (bits & ~bit_compute) != p2p)
                     return false;
             }
         }
@@ -375,10 +378,17 @@ class validity_run {
     int S_ = 0, R_ = 0, M_ = 0; // M_: the most microbatches a stage runs
     bool lowered_ = false;      // this run treats the order as lowered
     dense_array<stage_geometry> geo_;
-    dense_array<std::uint8_t> done_;  // per (stage, microbatch): the bits of what has run
+    dense_array<cell_bit_t> done_;    // per (stage, microbatch index): the bits of what has run
     dense_array<std::uint8_t> stage_; // per stage: st_* flags
     dense_array<int> cursor_;         // per rank: its next slot
     dense_array<long long> blocked_;  // per rank: the wait key it is blocked on, or -1
+    dense_array<int> ready_;          // the ranks that can run (a stack)
+    cell_bit_t* done_p_ = nullptr;
+    const stage_geometry* geo_p_ = nullptr;
 };
+
+} // namespace validity
+
+using validity::validity_run;
 
 } // namespace ppsched::detail
