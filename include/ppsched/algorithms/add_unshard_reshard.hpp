@@ -121,12 +121,15 @@ class lookahead_windows {
     }
 
   private:
-    // A window never holds more than the rank's distinct stages, so a huge `prefetch` costs no
-    // more memory than "all of them"; otherwise prefetch + 1 (an overlapped pair at the cut).
-    // Counting stops at `prefetch` distinct stages, and only the marks set are cleared, so the
-    // cost does not grow with the number of stages of the whole pipeline.
+    // A window holds at most prefetch + 1 stages (an overlapped pair at the cut), and never
+    // more than the rank's distinct stages, so a huge `prefetch` costs no more memory than
+    // "all of them". Only a large `prefetch` is worth the scan that counts them (a rank with
+    // fewer stages than `prefetch` is scanned to its end). Counting stops at `prefetch`
+    // distinct stages, and only the marks set are cleared, so the cost does not grow with the
+    // number of stages of the whole pipeline.
     constexpr std::size_t window_capacity(const std::vector<action>& acts, int prefetch) {
         const auto want = static_cast<std::size_t>(prefetch) + 1;
+        if (want <= 16) return want;
         touched_.clear();
         for (const action& a : acts) {
             for_each_part(a, [&](const action& p) {
