@@ -155,6 +155,19 @@ struct sim_stage {
     bool second_direction = false; // config::stage_direction(stage) == 1
 };
 
+// What the simulator reads and writes for a rank at (nearly) every action, in one cache line:
+// ranks take turns, so a rank's state is rarely in the first-level cache when it resumes, and
+// one line is one miss instead of one per array. The summary fields go to `rank_summary` at
+// the end.
+struct alignas(64) sim_rank {
+    std::size_t pos = 0, end = 0; // next action in the timeline; end of the rank's actions
+    double compute_free = 0;      // when the compute stream is free
+    double memory = 0;            // activation memory held now
+    double busy = 0;              // rank_summary::busy
+    double last_end = 0;          // rank_summary::end
+    double peak = 0, peak_at = 0; // rank_summary::peak_activations, peak_activations_at
+};
+
 /// The simulator's state; one instance per call.
 class simulator {
   public:
@@ -270,13 +283,14 @@ class simulator {
         unshard_end_.assign(stages_, 0.0);
         next_waiter_.assign(R, -1);
         blocked_on_.assign(R, 0);
-        pos_.assign(begin_.begin(), begin_.end() - 1);
-        compute_free_.assign(R, 0.0);
         comm_free_.assign(R, 0.0);
-        memory_.assign(R, 0.0);
+        rank_.assign(R, sim_rank{});
         out_.ranks.assign(R, rank_summary{});
         for (int r = 0; r < ranks_; ++r) {
-            out_.ranks[static_cast<std::size_t>(r)].rank = r;
+            const auto ru = static_cast<std::size_t>(r);
+            rank_[ru].pos = begin_[ru];
+            rank_[ru].end = begin_[ru + 1];
+            out_.ranks[ru].rank = r;
             ready_.push_back(r);
         }
         while (!ready_.empty() && out_.status == simulation_status::ok) {
@@ -287,9 +301,9 @@ class simulator {
         if (out_.status != simulation_status::ok) return;
         for (int r = 0; r < ranks_; ++r) {
             const auto ru = static_cast<std::size_t>(r);
-            if (pos_[ru] == begin_[ru + 1]) continue;
+            if (rank_[ru].pos == rank_[ru].end) continue;
             out_.status = simulation_status::deadlock;
-            const timed_action& t = out_.timeline[pos_[ru]];
+            const timed_action& t = out_.timeline[rank_[ru].pos];
             const std::size_t k = blocked_on_[ru] - base_;
             const auto kind = static_cast<sim_key>(k % per_node_);
             const int stage = static_cast<int>(k / per_node_ / mbs_);
@@ -306,19 +320,19 @@ class simulator {
     // invalid action.
     constexpr void advance(int r) {
         const auto ru = static_cast<std::size_t>(r);
-        const std::size_t end = begin_[ru + 1];
-        rank_summary& sum = out_.ranks[ru];
-        while (pos_[ru] < end) {
-            if (!std::is_constant_evaluated()) prefetch_ahead(pos_[ru], end);
-            timed_action& t = out_.timeline[pos_[ru]];
+        sim_rank& rs = rank_[ru];
+        const std::size_t end = rs.end;
+        while (rs.pos < end) {
+            if (!std::is_constant_evaluated()) prefetch_ahead(rs.pos, end);
+            timed_action& t = out_.timeline[rs.pos];
             const bool done = is_compute(t.act.kind()) ? run_compute(r, t) : run_other(r, t);
             if (!done) return;
             t.ran = true;
             // The summary's ends, kept as the actions run (a RECV's end moves later:
             // `input`).
-            sum.end = max2(sum.end, t.end);
+            rs.last_end = max2(rs.last_end, t.end);
             makespan_ = max2(makespan_, t.end);
-            ++pos_[ru];
+            ++rs.pos;
         }
     }
 
@@ -355,7 +369,7 @@ class simulator {
             const auto wu = static_cast<std::size_t>(w);
             // The woken rank resumes soon and first reads its next action: start
             // loading it (ranks take turns, so it is rarely still in cache).
-            if (!std::is_constant_evaluated()) __builtin_prefetch(&out_.timeline[pos_[wu]]);
+            if (!std::is_constant_evaluated()) __builtin_prefetch(&out_.timeline[rank_[wu].pos]);
             ready_.push_back(w);
             w = next_waiter_[wu];
         }
@@ -400,8 +414,8 @@ class simulator {
         const double entry = keys_[key(fwd ? key_recv_f_entry : key_recv_b_entry, stage, mb)];
         out_.timeline[static_cast<std::size_t>(entry)].end = arrival;
         // The RECV (on rank `r`) has run: its summary end follows its new end.
-        rank_summary& sum = out_.ranks[static_cast<std::size_t>(r)];
-        sum.end = max2(sum.end, arrival);
+        sim_rank& rs = rank_[static_cast<std::size_t>(r)];
+        rs.last_end = max2(rs.last_end, arrival);
         makespan_ = max2(makespan_, arrival);
         return arrival;
     }
@@ -431,29 +445,29 @@ class simulator {
     constexpr bool finish_part(int r, const timed_action& t, action_kind kind, int s, int mb) {
         const auto ru = static_cast<std::size_t>(r);
         const double act = costs_[static_cast<std::size_t>(s)].activation;
-        rank_summary& sum = out_.ranks[ru];
+        sim_rank& rs = rank_[ru];
         bool fresh = true;
         switch (kind) {
         case action_kind::forward:
             // Activations are held from the forward's start (they are being
             // produced).
-            memory_[ru] += act;
-            if (memory_[ru] > sum.peak_activations) {
-                sum.peak_activations = memory_[ru];
-                sum.peak_activations_at = t.start;
+            rs.memory += act;
+            if (rs.memory > rs.peak) {
+                rs.peak = rs.memory;
+                rs.peak_at = t.start;
             }
             fresh = reach(key(key_forward, s, mb), t.end);
             break;
         case action_kind::full_backward:
-            memory_[ru] -= act;
+            rs.memory -= act;
             fresh = reach(key(key_grad, s, mb), t.end);
             break;
         case action_kind::backward_input:
-            memory_[ru] -= act * frees_by_i_;
+            rs.memory -= act * frees_by_i_;
             fresh = reach(key(key_grad, s, mb), t.end);
             break;
         default:
-            memory_[ru] -= act * (1 - frees_by_i_);
+            rs.memory -= act * (1 - frees_by_i_);
         }
         if (!fresh) fail(r, t.slot, t.act, "the same computation runs twice");
         return fresh;
@@ -468,7 +482,8 @@ class simulator {
         const action_kind k0 = two ? action_kind::forward : a.kind();
         const int s0 = a.stage(), mb0 = a.microbatch();
         const action second = two ? a.backward_part() : action{};
-        double start = compute_free_[ru];
+        sim_rank& rs = rank_[ru];
+        double start = rs.compute_free;
         const double ready0 = part_ready(r, t, k0, s0, mb0);
         if (ready0 < 0) return false; // blocked, or failed
         start = max2(start, max2(ready0, unshard_end_[static_cast<std::size_t>(s0)]));
@@ -482,8 +497,8 @@ class simulator {
         const double d = duration(a, costs_);
         t.start = start;
         t.end = start + d;
-        compute_free_[ru] = t.end;
-        out_.ranks[ru].busy += d;
+        rs.compute_free = t.end;
+        rs.busy += d;
         if (!finish_part(r, t, k0, s0, mb0)) return false;
         return !two || finish_part(r, t, second.kind(), second.stage(), second.microbatch());
     }
@@ -491,7 +506,7 @@ class simulator {
     constexpr bool run_other(int r, timed_action& t) {
         const auto ru = static_cast<std::size_t>(r);
         const action& a = t.act;
-        const double issued = compute_free_[ru]; // every earlier compute has finished
+        const double issued = rank_[ru].compute_free; // every earlier compute has finished
         const int s = a.stage(), mb = a.microbatch();
         switch (a.kind()) {
         case action_kind::unshard:
@@ -527,7 +542,7 @@ class simulator {
             const bool fwd = a.kind() == action_kind::recv_f;
             t.start = t.end = issued;
             keys_[key(fwd ? key_recv_f_entry : key_recv_b_entry, s, mb)] =
-                static_cast<double>(pos_[ru]);
+                static_cast<double>(rank_[ru].pos);
             if (!reach(key(fwd ? key_recv_f : key_recv_b, s, mb), issued)) {
                 fail(r, t.slot, a, "the same message is received twice");
                 return false;
@@ -540,6 +555,13 @@ class simulator {
     constexpr void summarize() {
         out_.ranks.resize(static_cast<std::size_t>(ranks_));
         for (int r = 0; r < ranks_; ++r) out_.ranks[static_cast<std::size_t>(r)].rank = r;
+        for (std::size_t r = 0; r < rank_.size(); ++r) { // when `execute` ran
+            rank_summary& sum = out_.ranks[r];
+            sum.busy = rank_[r].busy;
+            sum.end = rank_[r].last_end;
+            sum.peak_activations = rank_[r].peak;
+            sum.peak_activations_at = rank_[r].peak_at;
+        }
         out_.makespan = makespan_; // the ends were kept by `advance` and `input`
         for (std::size_t s = 0; s < stages_; ++s) {
             const int r = stage_[s].rank;
@@ -572,13 +594,13 @@ class simulator {
     double makespan_ = 0;
     simulation out_;
     std::vector<std::size_t> begin_;      // rank r's actions: timeline[begin_[r], begin_[r+1])
-    std::vector<std::size_t> pos_;        // next action of each rank
+    std::vector<sim_rank> rank_;          // per rank
     std::vector<double> keys_;            // per key: see sim_key
     std::vector<int> next_waiter_;        // per rank: next rank waiting on the same key
     std::vector<std::size_t> blocked_on_; // per rank: the key it last waited for
     std::vector<double> unshard_end_;     // per stage: when its latest UNSHARD ends
-    std::vector<double> compute_free_, comm_free_, memory_; // per rank
-    std::vector<int> ready_;                                // ranks that may advance
+    std::vector<double> comm_free_;       // per rank: when the communication stream is free
+    std::vector<int> ready_;              // ranks that may advance
 };
 
 } // namespace detail
