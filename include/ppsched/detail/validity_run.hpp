@@ -126,6 +126,7 @@ class validity_run {
                 if (n.home != g.home) g.p2p |= bit_send_f | bit_recv_b;
             }
         }
+        geo_p_ = geo_.begin();
         reset();
         return true;
     }
@@ -137,22 +138,25 @@ class validity_run {
         cursor_ = dense_array<int>(static_cast<std::size_t>(R_));
         blocked_ = dense_array<long long>(static_cast<std::size_t>(R_), -1);
         ready_ = dense_array<int>(static_cast<std::size_t>(R_));
+        // Raw pointers into the tables: no accessor call per use (shorter constant evaluation).
+        done_p_ = done_.begin();
+        stage_p_ = stage_.begin();
+        cursor_p_ = cursor_.begin();
+        blocked_p_ = blocked_.begin();
+        ready_p_ = ready_.begin();
     }
 
     constexpr outcome run(bool lowered) {
         lowered_ = lowered;
-        // Raw pointers into the tables: no accessor call per use (shorter constant evaluation).
-        done_p_ = done_.begin();
-        geo_p_ = geo_.begin();
         // The ranks that can run, a stack (each rank is on it at most once).
         int ready_count = 0;
-        for (int r = R_ - 1; r >= 0; --r) ready_[static_cast<std::size_t>(ready_count++)] = r;
+        for (int r = R_ - 1; r >= 0; --r) ready_p_[ready_count++] = r;
         while (ready_count > 0) {
-            const int r = ready_[static_cast<std::size_t>(--ready_count)];
+            const int r = ready_p_[--ready_count];
             const auto ri = static_cast<std::size_t>(r);
             const slot* row = rows_[ri].data();
             const int n = static_cast<int>(rows_[ri].size());
-            int at = cursor_[ri];
+            int at = cursor_p_[ri];
             step_result res = step_result::done;
             for (; at < n && res == step_result::done; ++at) {
                 if (const action* a = row[at].get()) res = step(r, *a, ready_count);
@@ -160,7 +164,7 @@ class validity_run {
             if (res == step_result::invalid) return outcome::invalid;
             if (res == step_result::lowered) return outcome::lowered;
             // Blocked: `blocked_[ri]` says on what; the slot runs again when woken.
-            cursor_[ri] = res == step_result::blocked ? at - 1 : at;
+            cursor_p_[ri] = res == step_result::blocked ? at - 1 : at;
         }
         for (int r = 0; r < R_; ++r)
             if (cursor_[static_cast<std::size_t>(r)] !=
@@ -205,7 +209,7 @@ class validity_run {
         // being on its stage's rank).
         if (s >= S_ || geo_p_[s].home != r) return step_result::invalid;
         const stage_geometry& g = geo_p_[s];
-        const std::uint8_t st = stage_[static_cast<std::size_t>(s)];
+        const std::uint8_t st = stage_p_[s];
         if (kind_bit[static_cast<std::size_t>(k)] == 0) return check_stage_action(k, s, st);
         const int i = mb - g.mb_begin;
         // microbatch_out_of_range; compute on a stage FSDP manages runs between UNSHARD and
@@ -282,7 +286,7 @@ class validity_run {
     [[gnu::always_inline]] constexpr step_result awaits(int r, int peer, int i, cell_bit_t bits) {
         const std::size_t p = cell(peer, i);
         if (done_p_[p] & bits) return step_result::done;
-        blocked_[static_cast<std::size_t>(r)] = wait_key(p, bits);
+        blocked_p_[r] = wait_key(p, bits);
         return step_result::blocked;
     }
 
@@ -321,7 +325,7 @@ class validity_run {
                                                  int& ready_count) {
         const cell_bit_t bit = kind_bit[static_cast<std::size_t>(k)];
         if (bit == 0) {
-            std::uint8_t& st = stage_[static_cast<std::size_t>(s)];
+            std::uint8_t& st = stage_p_[s];
             st = static_cast<std::uint8_t>(
                 k == action_kind::unshard   ? st | st_unsharded | st_managed
                 : k == action_kind::reshard ? (st & ~st_unsharded) | st_managed
@@ -330,24 +334,24 @@ class validity_run {
         }
         done_p_[c] = static_cast<cell_bit_t>(done_p_[c] | bit);
         // Who waits for it: compute-only, F's and B/I's consumers; lowered, the SENDs' peers.
-        const stage_geometry& g = geo_p_[s];
         const int waiter = (lowered_ && k <= action_kind::full_backward) ||
                                    k == action_kind::backward_weight || is_recv(k)
                                ? -1
-                           : k == action_kind::forward || k == action_kind::send_f ? g.next_home
-                                                                                   : g.prev_home;
+                           : k == action_kind::forward || k == action_kind::send_f
+                               ? geo_p_[s].next_home
+                               : geo_p_[s].prev_home;
         // (A consumer of B or I waits for either.)
-        const cell_bit_t as = k == action_kind::backward_input || k == action_kind::full_backward
-                                  ? cell_bit_t{bit_grad}
-                                  : bit;
-        if (waiter < 0 || blocked_[static_cast<std::size_t>(waiter)] != wait_key(c, as)) return;
-        const auto w = static_cast<std::size_t>(waiter);
-        blocked_[w] = -1;
-        ready_[static_cast<std::size_t>(ready_count++)] = waiter;
+        if (waiter < 0 || blocked_p_[waiter] != wait_key(c, k == action_kind::backward_input ||
+                                                                    k == action_kind::full_backward
+                                                                ? cell_bit_t{bit_grad}
+                                                                : bit))
+            return;
+        blocked_p_[waiter] = -1;
+        ready_p_[ready_count++] = waiter;
         // Its row was left many ranks ago: fetch the slots it runs next while this rank goes
         // on.
         if (!std::is_constant_evaluated()) {
-            const slot* next = rows_[w].data() + cursor_[w];
+            const slot* next = rows_[static_cast<std::size_t>(waiter)].data() + cursor_p_[waiter];
             __builtin_prefetch(next);
             __builtin_prefetch(next + 4);
         }
@@ -383,8 +387,13 @@ class validity_run {
     dense_array<int> cursor_;         // per rank: its next slot
     dense_array<long long> blocked_;  // per rank: the wait key it is blocked on, or -1
     dense_array<int> ready_;          // the ranks that can run (a stack)
-    cell_bit_t* done_p_ = nullptr;
+    // Their elements (see `reset`).
     const stage_geometry* geo_p_ = nullptr;
+    cell_bit_t* done_p_ = nullptr;
+    std::uint8_t* stage_p_ = nullptr;
+    int* cursor_p_ = nullptr;
+    long long* blocked_p_ = nullptr;
+    int* ready_p_ = nullptr;
 };
 
 } // namespace validity
