@@ -165,6 +165,12 @@ class validity_run {
             if (res == step_result::lowered) return outcome::lowered;
             // Blocked: `blocked_[ri]` says on what; the slot runs again when woken.
             cursor_p_[ri] = res == step_result::blocked ? at - 1 : at;
+            // The slots after it are needed only then, after many other ranks: start fetching
+            // them now (large orders do not stay in cache).
+            if (!std::is_constant_evaluated() && res == step_result::blocked) {
+                __builtin_prefetch(row + at + 3);
+                __builtin_prefetch(row + at + 7);
+            }
         }
         for (int r = 0; r < R_; ++r)
             if (cursor_[static_cast<std::size_t>(r)] !=
@@ -218,8 +224,7 @@ class validity_run {
             (k <= action_kind::full_backward && ((st & (st_managed | st_unsharded)) == st_managed ||
                                                  (k != action_kind::forward && (st & st_reduced)))))
             return step_result::invalid;
-        c = static_cast<std::size_t>(s) * static_cast<std::size_t>(M_) +
-            static_cast<std::size_t>(i);
+        c = cell(s, i);
         const cell_bit_t here = done_p_[c];
         // In the cell: a second copy is duplicate_action, B next to I mixed_backward (the end
         // sweep finds what is missing).
@@ -290,9 +295,12 @@ class validity_run {
         return step_result::blocked;
     }
 
+    /// The cell of a stage's `i`-th microbatch. Microbatch-major: a rank's action and the
+    /// neighbour's it needs share a cache line, and the ranks of a pipeline, each at its own
+    /// microbatch, touch a few pages rather than a page per stage.
     [[nodiscard]] constexpr std::size_t cell(int stage, int i) const noexcept {
-        return static_cast<std::size_t>(stage) * static_cast<std::size_t>(M_) +
-               static_cast<std::size_t>(i);
+        return static_cast<std::size_t>(i) * static_cast<std::size_t>(S_) +
+               static_cast<std::size_t>(stage);
     }
 
     /// UNSHARD / RESHARD / REDUCE_GRAD (`st`: the stage's state).
@@ -305,11 +313,9 @@ class validity_run {
             return step_result::invalid;
         // The first UNSHARD/RESHARD of a stage: the stage was sharded all along, so any compute
         // it ran before was compute_while_sharded. (Once per stage: linear overall.)
-        if (!(st & st_managed)) {
-            const cell_bit_t* cells = done_p_ + static_cast<std::size_t>(s) * M_;
+        if (!(st & st_managed))
             for (int i = 0; i < M_; ++i)
-                if (cells[i] & bit_compute) return step_result::invalid;
-        }
+                if (done_p_[cell(s, i)] & bit_compute) return step_result::invalid;
         return step_result::done;
     }
 
@@ -362,18 +368,15 @@ class validity_run {
     /// exactly the SEND/RECV its neighbours' ranks need (missing_recv, unmatched_send,
     /// unmatched_recv); with the checks during the run, no cell holds anything else.
     [[nodiscard]] constexpr bool sweep() const {
-        for (int s = 0; s < S_; ++s) {
-            const stage_geometry& g = geo_p_[s];
-            const std::uint8_t p2p = lowered_ ? g.p2p : 0;
-            const cell_bit_t* cells = done_p_ + static_cast<std::size_t>(s) * M_;
-            for (int i = 0; i < g.mb_count; ++i) {
-                const cell_bit_t bits = cells[i];
-                const auto compute = static_cast<std::uint8_t>(bits & bit_compute);
-                if ((compute != (bit_f | bit_b) && compute != (bit_f | bit_i | bit_w)) ||
-                    (bits & ~bit_compute) != p2p)
+        // (One statement per cell: each statement is a step of constant evaluation.)
+        const cell_bit_t* bits = done_p_;
+        for (int i = 0; i < M_; ++i)
+            for (int s = 0; s < S_; ++s, ++bits)
+                if (i < geo_p_[s].mb_count &&
+                    (((*bits & bit_compute) != (bit_f | bit_b) &&
+                      (*bits & bit_compute) != (bit_f | bit_i | bit_w)) ||
+                     (*bits & ~bit_compute) != (lowered_ ? geo_p_[s].p2p : 0)))
                     return false;
-            }
-        }
         return true;
     }
 
