@@ -167,7 +167,7 @@ class validity_run {
             cursor_p_[ri] = res == step_result::blocked ? at - 1 : at;
             // The slots after it are needed only then, after many other ranks: start fetching
             // them now (large orders do not stay in cache).
-            if (!std::is_constant_evaluated() && res == step_result::blocked) {
+            if (!std::is_constant_evaluated() && res == step_result::blocked && at + 7 < n) {
                 __builtin_prefetch(row + at + 3);
                 __builtin_prefetch(row + at + 7);
             }
@@ -357,9 +357,10 @@ class validity_run {
         // Its row was left many ranks ago: fetch the slots it runs next while this rank goes
         // on.
         if (!std::is_constant_evaluated()) {
-            const slot* next = rows_[static_cast<std::size_t>(waiter)].data() + cursor_p_[waiter];
-            __builtin_prefetch(next);
-            __builtin_prefetch(next + 4);
+            const std::span<const slot> row = rows_[static_cast<std::size_t>(waiter)];
+            const auto at = static_cast<std::size_t>(cursor_p_[waiter]);
+            __builtin_prefetch(row.data() + at);
+            if (at + 4 < row.size()) __builtin_prefetch(row.data() + at + 4);
         }
     }
 
