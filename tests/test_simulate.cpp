@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -673,4 +674,189 @@ TEST_CASE("simulation is linear: a large order simulates quickly", "[simulate][p
     const auto lowered = simulate(ppsched::lower(o), f1_b2);
     REQUIRE(lowered);
     CHECK(near(lowered.makespan, sim.makespan));
+}
+
+// --- Summary mode (simulate_options::timeline = false) ------------------------------------------
+
+namespace {
+
+constexpr ppsched::simulate_options summary_only{.timeline = false};
+
+// Every field but the timeline, compared exactly: both modes run the same arithmetic in the
+// same order, so equal inputs give bit-identical results.
+void require_same_summary(const ppsched::simulation& with, const ppsched::simulation& without) {
+    CHECK(without.timeline.empty());
+    REQUIRE(with.status == without.status);
+    CHECK(with.makespan == without.makespan);
+    CHECK(with.total_compute == without.total_compute);
+    CHECK(with.ideal == without.ideal);
+    CHECK(with.bubble_fraction == without.bubble_fraction);
+    CHECK(with.bubble_ratio == without.bubble_ratio);
+    CHECK(with.lowered == without.lowered);
+    REQUIRE(with.ranks.size() == without.ranks.size());
+    for (std::size_t r = 0; r < with.ranks.size(); ++r) {
+        const auto& a = with.ranks[r];
+        const auto& b = without.ranks[r];
+        INFO("rank " << r);
+        CHECK(a.rank == b.rank);
+        CHECK(a.busy == b.busy);
+        CHECK(a.idle == b.idle);
+        CHECK(a.bubble_fraction == b.bubble_fraction);
+        CHECK(a.comm_busy == b.comm_busy);
+        CHECK(a.end == b.end);
+        CHECK(a.peak_activations == b.peak_activations);
+        CHECK(a.peak_activations_at == b.peak_activations_at);
+        CHECK(a.parameters == b.parameters);
+        CHECK(a.peak_memory == b.peak_memory);
+    }
+    REQUIRE(with.stuck.size() == without.stuck.size());
+    for (std::size_t i = 0; i < with.stuck.size(); ++i) {
+        CHECK(with.stuck[i].rank == without.stuck[i].rank);
+        CHECK(with.stuck[i].slot == without.stuck[i].slot);
+        CHECK(with.stuck[i].at == without.stuck[i].at);
+        CHECK(with.stuck[i].waiting_for == without.stuck[i].waiting_for);
+        CHECK(with.stuck[i].waiting_rank == without.stuck[i].waiting_rank);
+    }
+    CHECK(with.problem.rank == without.problem.rank);
+    CHECK(with.problem.slot == without.problem.slot);
+    CHECK(with.problem.at == without.problem.at);
+    CHECK(std::string(with.problem.what) == without.problem.what);
+    CHECK(ppsched::describe_problem(with) == ppsched::describe_problem(without));
+}
+
+// Both modes on an order and on the same rows as a generic range of optional actions.
+void require_same_summary(const order& o, const cost_model& costs) {
+    require_same_summary(simulate(o, costs), simulate(o, costs, summary_only));
+    std::vector<std::vector<std::optional<action>>> rows;
+    for (const auto& row : o) {
+        auto& out = rows.emplace_back();
+        for (const auto& s : row)
+            out.push_back(s.is_idle() ? std::nullopt : std::optional(*s.get()));
+    }
+    require_same_summary(simulate(rows, o.cfg(), costs),
+                         simulate(rows, o.cfg(), costs, summary_only));
+}
+
+// Uneven costs: every stage different, I and W split, comm stream and memory, latency.
+cost_model uneven_costs(int stages) {
+    cost_model c = cost_model::uniform_fiw(1.25, 1.5, 0.75);
+    c.uniform.unshard = 0.5;
+    c.uniform.reduce_grad = 0.375;
+    c.uniform.activation = 3;
+    c.uniform.parameters = 7;
+    c.input_grad_frees = 0.5;
+    c.p2p_latency = 0.3;
+    c.p2p_transfer = 0.05;
+    c.per_stage.resize(static_cast<std::size_t>(stages));
+    for (int s = 0; s < stages; ++s) {
+        auto& st = c.per_stage[static_cast<std::size_t>(s)];
+        st.forward = 1 + 0.1 * (s % 5);
+        st.backward_input = 1.1 + 0.07 * (s % 3);
+        st.activation = 1 + s % 4;
+    }
+    return c;
+}
+
+} // namespace
+
+TEST_CASE("without a timeline every summary field is the same, for every built-in schedule",
+          "[simulate][summary][schedules]") {
+    const auto& registry = ppsched::builtin_schedules();
+    std::size_t runs = 0;
+    for (const auto& entry : registry.entries()) {
+        for (int p : {1, 2, 4}) {
+            for (int v : {1, 2}) {
+                for (int m : {1, 3, 4, 8}) {
+                    const config cfg{.ranks = p, .stages_per_rank = v, .microbatches = m};
+                    order o;
+                    try {
+                        o = registry.generate(entry.name, cfg);
+                    } catch (const ppsched::config_error&) {
+                        continue; // the schedule does not serve this configuration
+                    }
+                    INFO(entry.name << " p=" << p << " v=" << v << " m=" << m);
+                    const order lowered = ppsched::lower(o);
+                    for (const cost_model& c : {cost_model{}, with_latency(f1_b2, 0.25),
+                                                uneven_costs(cfg.num_stages())}) {
+                        require_same_summary(o, c);
+                        require_same_summary(lowered, c);
+                    }
+                    ++runs;
+                }
+            }
+        }
+    }
+    CHECK(runs > 50);
+}
+
+TEST_CASE("without a timeline deadlocks and invalid actions are reported the same",
+          "[simulate][summary][deadlock][errors]") {
+    const cost_model c = with_latency(f1_b2, 0.5);
+    // Each rank waits for the other (with idle slots before the stuck actions).
+    order crossed(config{.ranks = 2, .microbatches = 2});
+    for (action a : {action::forward(0, 0), action::full_backward(0, 0), action::forward(0, 1),
+                     action::full_backward(0, 1)}) {
+        crossed.push_idle(0);
+        crossed.push(0, a);
+    }
+    crossed.push_idle(1);
+    for (action a : {action::forward(1, 1), action::full_backward(1, 1), action::forward(1, 0),
+                     action::full_backward(1, 0)})
+        crossed.push(1, a);
+    REQUIRE(simulate(crossed).status == simulation_status::deadlock);
+    require_same_summary(crossed, c);
+    // A lowered order missing a SEND: the RECV's end still counts in the rank's end.
+    const order no_send(config{.ranks = 2, .microbatches = 3},
+                        {{action::forward(0, 0), action::send_f(0, 0), action::forward(0, 1),
+                          action::forward(0, 2), action::send_f(0, 2)},
+                         {action::recv_f(1, 0), action::forward(1, 0), action::recv_f(1, 1),
+                          action::forward(1, 1), action::recv_f(1, 2), action::forward(1, 2)}});
+    REQUIRE(simulate(no_send).status == simulation_status::deadlock);
+    require_same_summary(no_send, c);
+    // Invalid actions, found before or while running.
+    const config cfg{.ranks = 2, .microbatches = 1};
+    for (const order& bad :
+         {order(cfg, {{action::forward(0, 0), action::send_f(0, 0)},
+                      {action::forward(1, 0), action::recv_f(1, 0)}}),
+          order(cfg, {{action::send_f(0, 0), action::forward(0, 0)},
+                      {action::recv_f(1, 0), action::forward(1, 0)}}),
+          order(cfg, {{action::forward(1, 0)}, {}}), order(cfg, {{action::forward(0, 3)}, {}}),
+          order(cfg, {{action::forward(0, 0), action::forward(0, 0)}, {}}),
+          order(cfg, {{action::forward(0, 0), action::send_f(0, 0), action::send_f(0, 0)},
+                      {action::recv_f(1, 0), action::recv_f(1, 0), action::forward(1, 0)}})}) {
+        INFO(ppsched::describe_problem(simulate(bad)));
+        REQUIRE(simulate(bad).status == simulation_status::invalid);
+        require_same_summary(bad, c);
+    }
+    CHECK_THROWS_AS(
+        simulate(two_rank_1f1b(), config{.ranks = 3, .microbatches = 2}, {}, summary_only),
+        ppsched::config_error);
+}
+
+TEST_CASE("without a timeline a large order gives the same summary", "[simulate][summary]") {
+    const auto o = ppsched::generate<ppsched::interleaved_1f1b>(
+        config{.ranks = 16, .stages_per_rank = 4, .microbatches = 64});
+    const cost_model c = uneven_costs(o.cfg().num_stages());
+    require_same_summary(o, c);
+    require_same_summary(ppsched::lower(o), c);
+}
+
+TEST_CASE("a simulation without a timeline runs at compile time",
+          "[simulate][summary][constexpr]") {
+    STATIC_REQUIRE(simulate(two_rank_1f1b(), f1_b2, summary_only).makespan == 9);
+    STATIC_REQUIRE(simulate(two_rank_1f1b(), f1_b2, summary_only).timeline.empty());
+    STATIC_REQUIRE(
+        simulate(two_rank_1f1b_lowered(), with_latency(f1_b2, 0.5), summary_only).makespan ==
+        simulate(two_rank_1f1b_lowered(), with_latency(f1_b2, 0.5)).makespan);
+    STATIC_REQUIRE(
+        simulate(ppsched::generate<ppsched::one_f_one_b>(config{.ranks = 4, .microbatches = 8}),
+                 f1_b2, summary_only)
+            .ranks[3]
+            .busy == 24);
+    STATIC_REQUIRE(
+        simulate(order(config{.ranks = 2, .microbatches = 1},
+                       {{action::forward(0, 0)}, {action::recv_f(1, 0), action::forward(1, 0)}}),
+                 {}, summary_only)
+            .stuck[0]
+            .waiting_for == action::send_f(0, 0));
 }

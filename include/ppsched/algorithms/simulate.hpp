@@ -5,9 +5,13 @@
 /// rank is free and its inputs have arrived. Returns every action's start and
 /// end, the makespan, each rank's busy and idle time, the bubble, and each
 /// rank's peak activation memory. A deadlock is reported, not looped on.
+/// `simulate_options{.timeline = false}` keeps only the summary (no per-action
+/// storage), for tuners that evaluate many orders.
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <ranges>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -87,10 +91,21 @@ struct simulation_problem {
     const char* what = ""; ///< a static message
 };
 
+/// Options of `simulate`.
+struct simulate_options {
+    /// Keep every action's start and end in `simulation::timeline`. When false the timeline is
+    /// left empty and every other field is the same; the simulator then stores nothing per
+    /// action (it reads the order in place), which is faster and allocates memory only in
+    /// proportion to ranks + stages * microbatches: for tuners that evaluate many orders and
+    /// need only the makespan, bubble, per-rank summaries and problems.
+    bool timeline = true;
+};
+
 /// The result of `simulate`: the timeline and its summary.
 struct simulation {
     simulation_status status = simulation_status::ok;
-    /// Every action, by rank and then in its rank's order.
+    /// Every action, by rank and then in its rank's order (empty with
+    /// `simulate_options::timeline` false).
     std::vector<timed_action> timeline;
     /// One summary per rank.
     std::vector<rank_summary> ranks;
@@ -171,10 +186,11 @@ struct alignas(64) sim_rank {
 /// The simulator's state; one instance per call.
 class simulator {
   public:
-    constexpr simulator(const config& cfg, const cost_model& costs)
+    constexpr simulator(const config& cfg, const cost_model& costs, simulate_options options)
         : cfg_(cfg), stages_(static_cast<std::size_t>(cfg.num_stages())),
           mbs_(static_cast<std::size_t>(cfg.microbatches)), message_(costs.message_time()),
-          frees_by_i_(costs.input_grad_frees), dual_(cfg.direction_count() == 2) {
+          frees_by_i_(costs.input_grad_frees), dual_(cfg.direction_count() == 2),
+          timeline_(options.timeline) {
         costs_.reserve(stages_);
         stage_.reserve(stages_);
         for (std::size_t s = 0; s < stages_; ++s) {
@@ -187,13 +203,64 @@ class simulator {
 
     template <order_range R>
     constexpr simulation run(const R& rows) {
+        // Without a timeline the ranks read their rows in place, through iterators kept per
+        // rank; that needs rows that outlive the iteration (not made on the fly by a view).
+        // Otherwise the actions are copied into the timeline, which is then dropped.
+        if constexpr (std::is_lvalue_reference_v<std::ranges::range_reference_t<const R>>) {
+            if (!timeline_) {
+                run_in_place(rows);
+                summarize();
+                return std::move(out_);
+            }
+        }
+        const bool keep = timeline_;
+        timeline_ = true;
         flatten(rows);
-        if (out_.status == simulation_status::ok) execute();
+        timeline_source src;
+        if (out_.status == simulation_status::ok) execute(src);
         summarize();
+        if (!keep) out_.timeline = {};
         return std::move(out_);
     }
 
   private:
+    // The actions come from the timeline (rank r's at [rank_[r].pos, rank_[r].end)).
+    struct timeline_source {};
+
+    // Without a timeline: where rank r is in its row (the next action, or an idle slot before
+    // it) and that slot's index in the row.
+    template <class It, class End>
+    struct row_cursor {
+        It at;
+        End end;
+        int slot = 0;
+    };
+
+    // The summary-only path: one pass to check the actions and to see whether the order is
+    // lowered (as `flatten` does, without storing them), then the simulation on cursors.
+    template <order_range R>
+    constexpr void run_in_place(const R& rows) {
+        using row = std::remove_reference_t<std::ranges::range_reference_t<const R>>;
+        using cursor = row_cursor<std::ranges::iterator_t<row>, std::ranges::sentinel_t<row>>;
+        std::vector<cursor> cursors;
+        int r = 0;
+        for (const auto& rw : rows) {
+            int i = 0;
+            for (const auto& s : rw) {
+                if (const action* a = slot_action(s)) {
+                    out_.lowered |= is_p2p(a->kind());
+                    if (out_.status == simulation_status::ok) check_range(*a, r, i);
+                }
+                ++i;
+            }
+            cursors.push_back({std::ranges::begin(rw), std::ranges::end(rw), 0});
+            ++r;
+        }
+        ranks_ = r;
+        PPSCHED_EXPECTS(ranks_ == cfg_.ranks, "ppsched::simulate: the order has ", ranks_,
+                        " rows but the configuration has ", cfg_.ranks, " ranks");
+        if (out_.status == simulation_status::ok) execute(cursors);
+    }
     template <order_range R>
     constexpr void flatten(const R& rows) {
         // Count first, so that the timeline (48 bytes per action) is allocated
@@ -269,7 +336,8 @@ class simulator {
                static_cast<std::size_t>(k);
     }
 
-    constexpr void execute() {
+    template <class Source>
+    constexpr void execute(Source& src) {
         const auto R = static_cast<std::size_t>(ranks_);
         per_node_ = out_.lowered ? key_lowered_node : key_grad + 1;
         // One cache line of slack, to start the nodes at a line boundary.
@@ -288,22 +356,37 @@ class simulator {
         out_.ranks.assign(R, rank_summary{});
         for (int r = 0; r < ranks_; ++r) {
             const auto ru = static_cast<std::size_t>(r);
-            rank_[ru].pos = begin_[ru];
-            rank_[ru].end = begin_[ru + 1];
+            if constexpr (std::is_same_v<Source, timeline_source>) {
+                rank_[ru].pos = begin_[ru];
+                rank_[ru].end = begin_[ru + 1];
+            }
             out_.ranks[ru].rank = r;
             ready_.push_back(r);
         }
         while (!ready_.empty() && out_.status == simulation_status::ok) {
             const int r = ready_.back();
             ready_.pop_back();
-            advance(r);
+            if constexpr (std::is_same_v<Source, timeline_source>)
+                advance(r);
+            else
+                advance_in_place(r, src[static_cast<std::size_t>(r)]);
         }
         if (out_.status != simulation_status::ok) return;
         for (int r = 0; r < ranks_; ++r) {
             const auto ru = static_cast<std::size_t>(r);
-            if (rank_[ru].pos == rank_[ru].end) continue;
+            timed_action t;
+            if constexpr (std::is_same_v<Source, timeline_source>) {
+                if (rank_[ru].pos == rank_[ru].end) continue;
+                t = out_.timeline[rank_[ru].pos];
+            } else {
+                // Every rank advanced at least once, so its cursor is at its end or at the
+                // action it waits to run (idle slots before it were skipped).
+                const auto& c = src[ru];
+                if (c.at == c.end) continue;
+                t.act = *slot_action(*c.at);
+                t.slot = c.slot;
+            }
             out_.status = simulation_status::deadlock;
-            const timed_action& t = out_.timeline[rank_[ru].pos];
             const std::size_t k = blocked_on_[ru] - base_;
             const auto kind = static_cast<sim_key>(k % per_node_);
             const int stage = static_cast<int>(k / per_node_ / mbs_);
@@ -333,6 +416,35 @@ class simulator {
             rs.last_end = max2(rs.last_end, t.end);
             makespan_ = max2(makespan_, t.end);
             ++rs.pos;
+        }
+    }
+
+    // `advance` without a timeline: rank `r` reads its actions from its row through `c`, and
+    // each action's times live only while it runs.
+    template <class Cursor>
+    constexpr void advance_in_place(int r, Cursor& c) {
+        sim_rank& rs = rank_[static_cast<std::size_t>(r)];
+        for (; c.at != c.end; ++c.at, ++c.slot) {
+            const auto& s = *c.at;
+            const action* a = slot_action(s);
+            if (a == nullptr) continue; // an idle slot
+            if constexpr (std::contiguous_iterator<decltype(c.at)>) {
+                // As `prefetch_ahead`: the next slot's keys, ready at this rank's next turn.
+                if (!std::is_constant_evaluated() && c.at + 1 != c.end) {
+                    if (const action* next = slot_action(*(c.at + 1));
+                        next && next->has_microbatch())
+                        __builtin_prefetch(
+                            &keys_[key(key_forward, next->stage(), next->microbatch())]);
+                }
+            }
+            timed_action t;
+            t.act = *a;
+            t.rank = r;
+            t.slot = c.slot;
+            const bool done = is_compute(a->kind()) ? run_compute(r, t) : run_other(r, t);
+            if (!done) return;
+            rs.last_end = max2(rs.last_end, t.end);
+            makespan_ = max2(makespan_, t.end);
         }
     }
 
@@ -369,7 +481,8 @@ class simulator {
             const auto wu = static_cast<std::size_t>(w);
             // The woken rank resumes soon and first reads its next action: start
             // loading it (ranks take turns, so it is rarely still in cache).
-            if (!std::is_constant_evaluated()) __builtin_prefetch(&out_.timeline[rank_[wu].pos]);
+            if (timeline_ && !std::is_constant_evaluated())
+                __builtin_prefetch(&out_.timeline[rank_[wu].pos]);
             ready_.push_back(w);
             w = next_waiter_[wu];
         }
@@ -411,8 +524,10 @@ class simulator {
         const double sent = wait_for(r, key(fwd ? key_send_f : key_send_b, producer, mb));
         if (sent < 0) return -1;
         const double arrival = max2(posted, sent) + message_;
-        const double entry = keys_[key(fwd ? key_recv_f_entry : key_recv_b_entry, stage, mb)];
-        out_.timeline[static_cast<std::size_t>(entry)].end = arrival;
+        if (timeline_) {
+            const double entry = keys_[key(fwd ? key_recv_f_entry : key_recv_b_entry, stage, mb)];
+            out_.timeline[static_cast<std::size_t>(entry)].end = arrival;
+        }
         // The RECV (on rank `r`) has run: its summary end follows its new end.
         sim_rank& rs = rank_[static_cast<std::size_t>(r)];
         rs.last_end = max2(rs.last_end, arrival);
@@ -541,8 +656,9 @@ class simulator {
         default: { // RECV_F, RECV_B: posted now, ends when its data arrives
             const bool fwd = a.kind() == action_kind::recv_f;
             t.start = t.end = issued;
-            keys_[key(fwd ? key_recv_f_entry : key_recv_b_entry, s, mb)] =
-                static_cast<double>(rank_[ru].pos);
+            if (timeline_)
+                keys_[key(fwd ? key_recv_f_entry : key_recv_b_entry, s, mb)] =
+                    static_cast<double>(rank_[ru].pos);
             if (!reach(key(fwd ? key_recv_f : key_recv_b, s, mb), issued)) {
                 fail(r, t.slot, a, "the same message is received twice");
                 return false;
@@ -586,6 +702,7 @@ class simulator {
     std::size_t stages_, mbs_;
     double message_, frees_by_i_;
     bool dual_;                           // two directions (config::direction_count() == 2)
+    bool timeline_;                       // simulate_options::timeline (while running)
     std::size_t per_node_ = key_grad + 1; // keys per (stage, microbatch): see sim_key
     std::size_t base_ = 0;                // index of the first node in keys_ (line-aligned)
     std::vector<resolved_stage_costs> costs_;
@@ -624,18 +741,22 @@ class simulator {
 /// simulated is reported in the result (`status`), never looped on. Throws
 /// `config_error` for a malformed `cfg` or `costs`, or when the number of rows
 /// is not `cfg.ranks`. Complexity: O(actions + stages * microbatches + ranks)
-/// time and memory.
+/// time; memory O(actions + stages * microbatches + ranks), or, with
+/// `options.timeline` false, O(stages * microbatches + ranks) (unless the rows
+/// are made on the fly: a range whose rows are not lvalues is copied).
 template <order_range R>
 [[nodiscard]] constexpr simulation simulate(const R& rows, const config& cfg,
-                                            const cost_model& costs = {}) {
+                                            const cost_model& costs = {},
+                                            simulate_options options = {}) {
     check(cfg);
     costs.check();
-    return detail::simulator(cfg, costs).run(rows);
+    return detail::simulator(cfg, costs, options).run(rows);
 }
 
 /// Simulates an `order` under `costs` (its own configuration).
-[[nodiscard]] constexpr simulation simulate(const order& o, const cost_model& costs = {}) {
-    return simulate(o, o.cfg(), costs);
+[[nodiscard]] constexpr simulation simulate(const order& o, const cost_model& costs = {},
+                                            simulate_options options = {}) {
+    return simulate(o, o.cfg(), costs, options);
 }
 
 /// A one-line human description of a failed simulation (empty when it
