@@ -191,11 +191,14 @@ class validity_run {
             return res;
         }
         // Both parts are checked against what ran before this slot, then both recorded: the
-        // backward part cannot use the forward part of the same slot.
+        // backward part cannot use the forward part of the same slot. The backward part first:
+        // in the overlapped schedules its input is usually the later one to arrive, and a rank
+        // that blocks on it has then mostly nothing else to wait for (one wake-up, not two).
         const action b = a.backward_part();
         std::size_t cb = 0;
-        step_result res = check(r, action_kind::forward, a.stage(), a.microbatch(), c);
-        if (res == step_result::done) res = check(r, b.kind(), b.stage(), b.microbatch(), cb);
+        step_result res = check(r, b.kind(), b.stage(), b.microbatch(), cb);
+        if (res == step_result::done)
+            res = check(r, action_kind::forward, a.stage(), a.microbatch(), c);
         if (res != step_result::done) return res;
         record(action_kind::forward, a.stage(), c, ready_count);
         record(b.kind(), b.stage(), cb, ready_count);
