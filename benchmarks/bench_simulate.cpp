@@ -35,28 +35,35 @@ void spacing(benchmark::State& state, workload& w) {
     finish(state, w.compute_actions, [&] { return add_spacing(w.compute); });
 }
 
-void run_simulate(benchmark::State& state, const order& in) {
-    if (!simulate(in)) {
+// `timeline` false: the summary only (what a tuner evaluating many orders asks for).
+void run_simulate(benchmark::State& state, const order& in, bool timeline = true) {
+    const simulate_options options{.timeline = timeline};
+    if (!simulate(in, {}, options)) {
         state.SkipWithError("the input order does not simulate");
         return;
     }
     for (auto _ : state) {
-        auto sim = simulate(in);
+        auto sim = simulate(in, {}, options);
         benchmark::DoNotOptimize(sim);
     }
-    finish(state, in.action_count(), [&] { return simulate(in); });
+    finish(state, in.action_count(), [&] { return simulate(in, {}, options); });
 }
 
 void timed_compute(benchmark::State& state, workload& w) { run_simulate(state, w.compute); }
 void timed_lowered(benchmark::State& state, workload& w) { run_simulate(state, w.lowered()); }
+void summary_compute(benchmark::State& state, workload& w) {
+    run_simulate(state, w.compute, false);
+}
+void summary_lowered(benchmark::State& state, workload& w) {
+    run_simulate(state, w.lowered(), false);
+}
 
 } // namespace
 
 std::vector<algorithm> simulate_benchmarks() {
-    return {{"simulate_steps", steps, 1'000'000},
-            {"add_spacing", spacing},
-            {"simulate", timed_compute},
-            {"simulate_lowered", timed_lowered}};
+    return {{"simulate_steps", steps, 1'000'000},  {"add_spacing", spacing},
+            {"simulate", timed_compute},           {"simulate_lowered", timed_lowered},
+            {"simulate_summary", summary_compute}, {"simulate_summary_lowered", summary_lowered}};
 }
 
 } // namespace ppsched::bench
