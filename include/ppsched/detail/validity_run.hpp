@@ -20,7 +20,6 @@
 #include <cstdint>
 #include <span>
 #include <type_traits>
-#include <vector>
 
 #include "ppsched/action.hpp"
 #include "ppsched/config.hpp"
