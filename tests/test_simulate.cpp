@@ -9,9 +9,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <filesystem>
+#include <iterator>
 #include <optional>
+#include <ranges>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using ppsched::action;
@@ -831,6 +835,56 @@ TEST_CASE("without a timeline deadlocks and invalid actions are reported the sam
     CHECK_THROWS_AS(
         simulate(two_rank_1f1b(), config{.ranks = 3, .microbatches = 2}, {}, summary_only),
         ppsched::config_error);
+}
+
+namespace {
+
+// An order range whose rows are made on the fly (each dereference returns a new row): the
+// summary mode cannot keep iterators into them and copies the actions instead.
+struct rows_by_value {
+    const order* o = nullptr;
+    struct iterator {
+        using iterator_concept = std::forward_iterator_tag;
+        using value_type = ppsched::rank_slots;
+        using difference_type = std::ptrdiff_t;
+        const order* o = nullptr;
+        std::size_t r = 0;
+        value_type operator*() const { return (*o)[r]; }
+        iterator& operator++() {
+            ++r;
+            return *this;
+        }
+        iterator operator++(int) {
+            iterator before = *this;
+            ++r;
+            return before;
+        }
+        bool operator==(const iterator&) const = default;
+    };
+    [[nodiscard]] iterator begin() const { return {o, 0}; }
+    [[nodiscard]] iterator end() const { return {o, static_cast<std::size_t>(o->cfg().ranks)}; }
+};
+static_assert(ppsched::order_range<rows_by_value>);
+static_assert(!std::is_reference_v<std::ranges::range_reference_t<const rows_by_value>>);
+
+} // namespace
+
+TEST_CASE("without a timeline rows made on the fly give the same summary", "[simulate][summary]") {
+    const auto o = ppsched::generate<ppsched::zbv_zero_bubble>(
+        config{.ranks = 4,
+               .stages_per_rank = 2,
+               .microbatches = 8,
+               .placement = ppsched::stage_placement::v});
+    const cost_model c = uneven_costs(o.cfg().num_stages());
+    for (const order& in : {o, ppsched::lower(o)}) {
+        const rows_by_value rows{&in};
+        require_same_summary(simulate(in, c), simulate(rows, in.cfg(), c, summary_only));
+    }
+    order stuck = o;
+    std::swap(stuck[0].front(), stuck[0].back()); // its last backward first: it waits forever
+    REQUIRE(simulate(stuck, c).status == simulation_status::deadlock);
+    const rows_by_value rows{&stuck};
+    require_same_summary(simulate(stuck, c), simulate(rows, stuck.cfg(), c, summary_only));
 }
 
 TEST_CASE("without a timeline a large order gives the same summary", "[simulate][summary]") {
