@@ -95,14 +95,21 @@ class action {
     [[gnu::always_inline]] constexpr action(int stage, action_kind kind,
                                             int microbatch = no_microbatch)
         : stage_(checked_stage(stage)), kind_(kind), microbatch_(microbatch) {
-        PPSCHED_EXPECTS(
-            kind != action_kind::overlap_f_b,
-            "ppsched::action: build OVERLAP_F_B with action::overlap(forward, backward)");
-        PPSCHED_EXPECTS(ppsched::has_microbatch(kind) == (microbatch != no_microbatch),
-                        "ppsched::action: a microbatch index is required for compute and p2p "
-                        "kinds and not allowed for UNSHARD, RESHARD, REDUCE_GRAD");
-        PPSCHED_EXPECTS(microbatch >= no_microbatch, "ppsched::action: negative microbatch (",
-                        microbatch, ")");
+        // One test on the common path, the separate messages only on failure: generators run
+        // this per action, also in constant evaluation, where every statement counts against
+        // the compiler's step limit.
+        if (kind == action_kind::overlap_f_b ||
+            ppsched::has_microbatch(kind) != (microbatch != no_microbatch) ||
+            microbatch < no_microbatch) {
+            PPSCHED_EXPECTS(
+                kind != action_kind::overlap_f_b,
+                "ppsched::action: build OVERLAP_F_B with action::overlap(forward, backward)");
+            PPSCHED_EXPECTS(ppsched::has_microbatch(kind) == (microbatch != no_microbatch),
+                            "ppsched::action: a microbatch index is required for compute and p2p "
+                            "kinds and not allowed for UNSHARD, RESHARD, REDUCE_GRAD");
+            PPSCHED_EXPECTS(microbatch >= no_microbatch, "ppsched::action: negative microbatch (",
+                            microbatch, ")");
+        }
     }
 
     // Named constructors.

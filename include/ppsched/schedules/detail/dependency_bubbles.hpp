@@ -28,63 +28,58 @@ namespace ppsched::detail {
 [[nodiscard]] constexpr order add_dependency_bubbles(const order& in) {
     const config& cfg = in.cfg();
     const int m = cfg.microbatches;
-    const auto keys = static_cast<std::size_t>(cfg.num_stages()) * static_cast<std::size_t>(m);
+    const int stages = cfg.num_stages();
+    const auto keys = static_cast<std::size_t>(stages) * static_cast<std::size_t>(m);
     // Round in which each (stage, mb) forward / full backward ran; INT_MAX = not yet.
     std::vector<int> f_round(keys, INT_MAX), b_round(keys, INT_MAX);
-    auto key = [m](int stage, int mb) {
-        return static_cast<std::size_t>(stage) * static_cast<std::size_t>(m) +
-               static_cast<std::size_t>(mb);
-    };
-    auto in_range = [&cfg, m](int stage, int mb) {
-        return stage >= 0 && stage < cfg.num_stages() && mb >= 0 && mb < m;
-    };
-    // Whether `a` must wait in `round`.
-    auto must_wait = [&](const action& a, int round) {
-        if (a.kind() == action_kind::forward) {
-            const int prev = cfg.previous_stage(a.stage());
-            return prev >= 0 && in_range(prev, a.microbatch()) &&
-                   f_round[key(prev, a.microbatch())] >= round;
-        }
-        if (a.kind() == action_kind::full_backward) {
-            const int next = cfg.next_stage(a.stage());
-            if (next < 0)
-                return in_range(a.stage(), a.microbatch()) &&
-                       f_round[key(a.stage(), a.microbatch())] >= round;
-            return in_range(next, a.microbatch()) && b_round[key(next, a.microbatch())] >= round;
-        }
-        return false;
-    };
+    // Each stage's neighbours, looked up once (the loop below is also run by the compiler in
+    // `static_assert`s, where every call and expression counts against its step limit).
+    std::vector<int> prev_stage(static_cast<std::size_t>(stages), 0),
+        next_stage(static_cast<std::size_t>(stages), 0);
+    for (int s = 0; s < stages; ++s) {
+        prev_stage[static_cast<std::size_t>(s)] = cfg.previous_stage(s);
+        next_stage[static_cast<std::size_t>(s)] = cfg.next_stage(s);
+    }
 
     order out(cfg);
     const std::size_t p = in.num_ranks();
-    std::vector<std::size_t> next(p, 0);
+    // Per rank: its input row and the position of its next slot there (raw pointers: the
+    // compiler's constant evaluation counts every accessor call).
+    std::vector<const slot*> next(p, nullptr), end(p, nullptr);
     std::size_t unfinished = 0;
     for (std::size_t r = 0; r < p; ++r) {
         out[r].reserve(in[r].size());
+        next[r] = in[r].data();
+        end[r] = in[r].data() + in[r].size();
         if (!in[r].empty()) ++unfinished;
     }
     for (int round = 0; unfinished > 0; ++round) {
         bool progress = false;
         for (std::size_t r = 0; r < p; ++r) {
-            if (next[r] >= in[r].size()) continue;
-            const slot& s = in[r][next[r]];
-            if (s.is_idle()) {
-                out[r].push_back(slot{});
-            } else if (must_wait(*s, round)) {
-                out[r].push_back(slot{});
-                continue;
-            } else {
-                out[r].push_back(s);
-                const action& a = *s;
-                if (in_range(a.stage(), a.microbatch())) {
-                    if (a.kind() == action_kind::forward)
-                        f_round[key(a.stage(), a.microbatch())] = round;
-                    if (a.kind() == action_kind::full_backward)
-                        b_round[key(a.stage(), a.microbatch())] = round;
+            const slot* s = next[r];
+            if (s == end[r]) continue;
+            if (!s->is_idle()) {
+                const action& a = **s;
+                const int stage = a.stage(), mb = a.microbatch();
+                const bool fwd = a.kind() == action_kind::forward;
+                const bool bwd = a.kind() == action_kind::full_backward;
+                if ((fwd || bwd) && stage < stages && mb >= 0 && mb < m) {
+                    // What it waits for: the previous stage's forward, the next stage's
+                    // backward, or (a backward on the last stage) its own forward.
+                    const int dep = fwd ? prev_stage[static_cast<std::size_t>(stage)]
+                                        : next_stage[static_cast<std::size_t>(stage)];
+                    const int* ran = fwd || dep < 0 ? f_round.data() : b_round.data();
+                    const int awaited = fwd || dep >= 0 ? dep : stage;
+                    if (awaited >= 0 && ran[awaited * m + mb] >= round) {
+                        out[r].push_back(slot{}); // waits: an idle slot, retry next round
+                        continue;
+                    }
+                    (fwd ? f_round : b_round)[static_cast<std::size_t>(stage * m + mb)] = round;
                 }
             }
+            out[r].push_back(*s);
             progress = true;
-            if (++next[r] == in[r].size()) --unfinished;
+            if (++next[r] == end[r]) --unfinished;
         }
         // Every unfinished rank waits on something that never runs: PyTorch would loop forever.
         PPSCHED_EXPECTS(progress,
