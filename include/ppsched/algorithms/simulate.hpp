@@ -183,14 +183,15 @@ struct alignas(64) sim_rank {
     double peak = 0, peak_at = 0; // rank_summary::peak_activations, peak_activations_at
 };
 
-/// The simulator's state; one instance per call.
+/// The simulator's state; one instance per call. `Timeline`: it fills `simulation::timeline`
+/// (a template parameter, so that the mode costs no test in the loop).
+template <bool Timeline>
 class simulator {
   public:
-    constexpr simulator(const config& cfg, const cost_model& costs, simulate_options options)
+    constexpr simulator(const config& cfg, const cost_model& costs)
         : cfg_(cfg), stages_(static_cast<std::size_t>(cfg.num_stages())),
           mbs_(static_cast<std::size_t>(cfg.microbatches)), message_(costs.message_time()),
-          frees_by_i_(costs.input_grad_frees), dual_(cfg.direction_count() == 2),
-          timeline_(options.timeline) {
+          frees_by_i_(costs.input_grad_frees), dual_(cfg.direction_count() == 2) {
         costs_.reserve(stages_);
         stage_.reserve(stages_);
         for (std::size_t s = 0; s < stages_; ++s) {
@@ -203,25 +204,23 @@ class simulator {
 
     template <order_range R>
     constexpr simulation run(const R& rows) {
-        // Without a timeline the ranks read their rows in place, through iterators kept per
-        // rank; that needs rows that outlive the iteration (not made on the fly by a view).
-        // Otherwise the actions are copied into the timeline, which is then dropped.
-        if constexpr (std::is_lvalue_reference_v<std::ranges::range_reference_t<const R>>) {
-            if (!timeline_) {
-                run_in_place(rows);
-                summarize();
-                return std::move(out_);
-            }
+        if constexpr (Timeline) {
+            flatten(rows);
+            timeline_source src;
+            if (out_.status == simulation_status::ok) execute(src);
+        } else {
+            static_assert(reads_in_place<R>);
+            run_in_place(rows);
         }
-        const bool keep = timeline_;
-        timeline_ = true;
-        flatten(rows);
-        timeline_source src;
-        if (out_.status == simulation_status::ok) execute(src);
         summarize();
-        if (!keep) out_.timeline = {};
         return std::move(out_);
     }
+
+    // Without a timeline the ranks read their rows in place, through iterators kept per rank;
+    // that needs rows that outlive the iteration (not made on the fly by a view).
+    template <order_range R>
+    static constexpr bool reads_in_place =
+        std::is_lvalue_reference_v<std::ranges::range_reference_t<const R>>;
 
   private:
     // The actions come from the timeline (rank r's at [rank_[r].pos, rank_[r].end)).
@@ -481,7 +480,7 @@ class simulator {
             const auto wu = static_cast<std::size_t>(w);
             // The woken rank resumes soon and first reads its next action: start
             // loading it (ranks take turns, so it is rarely still in cache).
-            if (timeline_ && !std::is_constant_evaluated())
+            if (Timeline && !std::is_constant_evaluated())
                 __builtin_prefetch(&out_.timeline[rank_[wu].pos]);
             ready_.push_back(w);
             w = next_waiter_[wu];
@@ -524,7 +523,7 @@ class simulator {
         const double sent = wait_for(r, key(fwd ? key_send_f : key_send_b, producer, mb));
         if (sent < 0) return -1;
         const double arrival = max2(posted, sent) + message_;
-        if (timeline_) {
+        if constexpr (Timeline) {
             const double entry = keys_[key(fwd ? key_recv_f_entry : key_recv_b_entry, stage, mb)];
             out_.timeline[static_cast<std::size_t>(entry)].end = arrival;
         }
@@ -656,7 +655,7 @@ class simulator {
         default: { // RECV_F, RECV_B: posted now, ends when its data arrives
             const bool fwd = a.kind() == action_kind::recv_f;
             t.start = t.end = issued;
-            if (timeline_)
+            if constexpr (Timeline)
                 keys_[key(fwd ? key_recv_f_entry : key_recv_b_entry, s, mb)] =
                     static_cast<double>(rank_[ru].pos);
             if (!reach(key(fwd ? key_recv_f : key_recv_b, s, mb), issued)) {
@@ -702,7 +701,6 @@ class simulator {
     std::size_t stages_, mbs_;
     double message_, frees_by_i_;
     bool dual_;                           // two directions (config::direction_count() == 2)
-    bool timeline_;                       // simulate_options::timeline (while running)
     std::size_t per_node_ = key_grad + 1; // keys per (stage, microbatch): see sim_key
     std::size_t base_ = 0;                // index of the first node in keys_ (line-aligned)
     std::vector<resolved_stage_costs> costs_;
@@ -750,7 +748,15 @@ template <order_range R>
                                             simulate_options options = {}) {
     check(cfg);
     costs.check();
-    return detail::simulator(cfg, costs, options).run(rows);
+    if constexpr (detail::simulator<false>::reads_in_place<R>) {
+        if (!options.timeline) return detail::simulator<false>(cfg, costs).run(rows);
+        return detail::simulator<true>(cfg, costs).run(rows);
+    } else {
+        // Rows made on the fly: copied into the timeline, which is dropped if not wanted.
+        simulation sim = detail::simulator<true>(cfg, costs).run(rows);
+        if (!options.timeline) sim.timeline = {};
+        return sim;
+    }
 }
 
 /// Simulates an `order` under `costs` (its own configuration).
