@@ -8,7 +8,7 @@
 # Usage: scripts/compile_time.sh [-c "g++ clang++"] [-s "schedule ..."] [-n "actions ..."]
 #                                [-r repeats] [-x extra compiler flags]
 #   -c  compilers (default: g++ clang++)
-#   -s  schedules, by C++ name (default: interleaved_1f1b)
+#   -s  schedules, by C++ name, or "all" (default: interleaved_1f1b)
 #   -n  target numbers of compute actions (default: 1000 2000 4000 8000)
 #   -r  runs per figure, the best is reported (default: 3)
 #   -x  extra flags, e.g. "-fconstexpr-steps=100000000" to lift clang's evaluation limit
@@ -36,6 +36,12 @@ while getopts "c:s:n:r:x:h" opt; do
   esac
 done
 
+if [[ $schedules == all ]]; then
+  schedules="gpipe one_f_one_b interleaved_1f1b looped_bfs interleaved_zero_bubble zbv_zero_bubble
+    dualpipe_v megatron_interleaved one_f_one_b_overlap interleaved_1f1b_overlap dualpipe zb_h1
+    zb_h2 one_f_one_b_v zb_1p zb_2p zb_auto zb_v v_half v_min"
+fi
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/ppsched-compile-time.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 headers='#include <ppsched/algorithms/validate.hpp>
@@ -49,6 +55,7 @@ $headers
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <ppsched/error.hpp>
 using namespace ppsched;
 template <class S>
 void pick(long long target, int v) {
@@ -56,8 +63,15 @@ void pick(long long target, int v) {
     const double k = static_cast<double>(generate<S>(probe).action_count()) / (4.0 * v * 16);
     int p = static_cast<int>(std::lround(std::sqrt(static_cast<double>(target) / (4 * k * v))));
     if (p < 2) p = 2;
-    const config cfg{.ranks = p, .stages_per_rank = v, .microbatches = 4 * p};
-    std::printf("%d %d %d %zu\n", p, v, 4 * p, generate<S>(cfg).action_count());
+    for (int q = p; q < p + 2; ++q) { // some schedules need an even number of ranks
+        const config cfg{.ranks = q, .stages_per_rank = v, .microbatches = 4 * q};
+        try {
+            std::printf("%d %d %d %zu\n", q, v, 4 * q, generate<S>(cfg).action_count());
+            return;
+        } catch (const config_error&) {
+        }
+    }
+    std::exit(1);
 }
 int main(int, char** argv) {
     const std::string_view s = argv[1];
@@ -66,6 +80,11 @@ int main(int, char** argv) {
     PPSCHED_PICK(gpipe, 1) PPSCHED_PICK(one_f_one_b, 1) PPSCHED_PICK(interleaved_1f1b, 2)
     PPSCHED_PICK(looped_bfs, 2) PPSCHED_PICK(interleaved_zero_bubble, 2)
     PPSCHED_PICK(zbv_zero_bubble, 2) PPSCHED_PICK(dualpipe_v, 2)
+    PPSCHED_PICK(megatron_interleaved, 2) PPSCHED_PICK(one_f_one_b_overlap, 1)
+    PPSCHED_PICK(interleaved_1f1b_overlap, 2) PPSCHED_PICK(dualpipe, 2) PPSCHED_PICK(zb_h1, 1)
+    PPSCHED_PICK(zb_h2, 1) PPSCHED_PICK(one_f_one_b_v, 2) PPSCHED_PICK(zb_1p, 1)
+    PPSCHED_PICK(zb_2p, 1) PPSCHED_PICK(zb_auto, 1) PPSCHED_PICK(zb_v, 2) PPSCHED_PICK(v_half, 2)
+    PPSCHED_PICK(v_min, 2)
     std::fprintf(stderr, "unknown schedule %s\n", argv[1]);
     return 1;
 }
