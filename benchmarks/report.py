@@ -27,6 +27,8 @@ TARGETS = [  # (algorithm, counter, actions/s, what is counted)
     ("lower", "out_actions/s", 50e6, "lowered actions written"),
     ("simulate", "actions/s", 20e6, "actions of a compute-only order"),
     ("simulate_lowered", "actions/s", 20e6, "actions of a lowered order"),
+    ("simulate_summary", "actions/s", 20e6, "actions of a compute-only order, no timeline"),
+    ("simulate_summary_lowered", "actions/s", 20e6, "actions of a lowered order, no timeline"),
 ]
 SCALING_LIMIT = 0.30
 
@@ -76,7 +78,8 @@ def main(argv):
         if not a.startswith("reference") and a not in algorithms:
             algorithms.append(a)
     order = ["generate", "validate", "validate_lowered", "lower", "add_unshard_reshard",
-             "add_reduce_grad", "add_send_recv", "simulate", "simulate_lowered",
+             "add_reduce_grad", "add_send_recv", "simulate", "simulate_lowered", "simulate_summary",
+             "simulate_summary_lowered",
              "simulate_steps", "add_spacing", "csv_write", "csv_read", "parse_action"]
     algorithms = [a for a in order if a in algorithms] + [a for a in algorithms if a not in order]
 
