@@ -667,7 +667,7 @@ TEST_CASE("every built-in schedule's orders simulate, lowered and not, with equa
 TEST_CASE("simulation is linear: a large order simulates quickly", "[simulate][performance]") {
     // 64 ranks x 4 stages x 512 microbatches: 262144 compute actions (the size PyTorch's
     // lowering takes seconds on), and its lowering (about 790000). Checks completion and the
-    // formula; the speed is reported in docs/simulation.md.
+    // formula; the speed is reported in docs/performance.md.
     const auto o = ppsched::generate<ppsched::interleaved_1f1b>(
         config{.ranks = 64, .stages_per_rank = 4, .microbatches = 512});
     const auto sim = simulate(o, f1_b2);
