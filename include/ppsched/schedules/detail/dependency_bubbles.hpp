@@ -25,8 +25,8 @@ namespace ppsched::detail {
 /// Complexity: O(ranks x rounds), i.e. linear in the slots produced when the rows are of
 /// comparable length (as in every generated schedule); PyTorch's version is the same with hash
 /// sets, here the "finished in round" marks are dense arrays indexed by stage * microbatches + mb.
-[[nodiscard]] constexpr order add_dependency_bubbles(const order& in) {
-    const config& cfg = in.cfg();
+[[nodiscard]] constexpr order add_dependency_bubbles(order in) {
+    const config cfg = in.cfg();
     const int m = cfg.microbatches;
     const int stages = cfg.num_stages();
     const auto keys = static_cast<std::size_t>(stages) * static_cast<std::size_t>(m);
@@ -41,25 +41,36 @@ namespace ppsched::detail {
         next_stage[static_cast<std::size_t>(s)] = cfg.next_stage(s);
     }
 
-    order out(cfg);
-    const std::size_t p = in.num_ranks();
-    // Per rank: its input row and the position of its next slot there (raw pointers: the
-    // compiler's constant evaluation counts every accessor call).
-    std::vector<const slot*> next(p, nullptr), end(p, nullptr);
+    // The result is the input row by row, edited in place: a rank that never waits keeps its
+    // row untouched (no copy, no new memory). At a rank's first wait its remaining slots are
+    // copied aside (`rest`) and from then on written back shifted by one slot per wait.
+    order out = std::move(in);
+    const std::size_t p = out.num_ranks();
+    std::vector<rank_slots> rest(p);
+    std::vector<std::size_t> pos(p, 0), shift(p, 0), size(p, 0);
     std::size_t unfinished = 0;
     for (std::size_t r = 0; r < p; ++r) {
-        out[r].reserve(in[r].size());
-        next[r] = in[r].data();
-        end[r] = in[r].data() + in[r].size();
-        if (!in[r].empty()) ++unfinished;
+        size[r] = out[r].size();
+        if (size[r] != 0) ++unfinished;
     }
+    // Writes slot `x` at `at` in rank r's row (at most one past its end).
+    auto put = [&out](std::size_t r, std::size_t at, const slot& x) {
+        rank_slots& row = out[r];
+        if (at < row.size())
+            row[at] = x;
+        else
+            row.push_back(x);
+    };
+
     for (int round = 0; unfinished > 0; ++round) {
         bool progress = false;
         for (std::size_t r = 0; r < p; ++r) {
-            const slot* s = next[r];
-            if (s == end[r]) continue;
-            if (!s->is_idle()) {
-                const action& a = **s;
+            const std::size_t i = pos[r];
+            if (i == size[r]) continue;
+            // Slot i of the input: still in place until the rank first waits.
+            const slot& s = shift[r] == 0 ? out[r][i] : rest[r][i];
+            if (!s.is_idle()) {
+                const action& a = *s;
                 const int stage = a.stage(), mb = a.microbatch();
                 const bool fwd = a.kind() == action_kind::forward;
                 const bool bwd = a.kind() == action_kind::full_backward;
@@ -71,15 +82,18 @@ namespace ppsched::detail {
                     const int* ran = fwd || dep < 0 ? f_round.data() : b_round.data();
                     const int awaited = fwd || dep >= 0 ? dep : stage;
                     if (awaited >= 0 && ran[awaited * m + mb] >= round) {
-                        out[r].push_back(slot{}); // waits: an idle slot, retry next round
+                        // Waits: an idle slot here, the slot again next round.
+                        if (shift[r] == 0) rest[r] = out[r]; // the input, before any edit
+                        put(r, i + shift[r], slot{});
+                        ++shift[r];
                         continue;
                     }
                     (fwd ? f_round : b_round)[static_cast<std::size_t>(stage * m + mb)] = round;
                 }
             }
-            out[r].push_back(*s);
+            if (shift[r] != 0) put(r, i + shift[r], s);
             progress = true;
-            if (++next[r] == end[r]) --unfinished;
+            if (++pos[r] == size[r]) --unfinished;
         }
         // Every unfinished rank waits on something that never runs: PyTorch would loop forever.
         PPSCHED_EXPECTS(progress,
