@@ -1,0 +1,196 @@
+#pragma once
+/// \file tune/detail/evaluator.hpp
+/// The search's inner loop: times a candidate order (per-rank sequences of nodes) exactly as
+/// `simulate` times the same compute-only order (same operations on the same doubles, so the
+/// makespans are identical), checks each rank's memory against its limit, and optionally
+/// records why each action started when it did (for the critical path).
+/// O(n) per evaluation, no allocation after the first.
+
+#include <cstddef>
+#include <vector>
+
+#include "ppsched/tune/detail/model.hpp"
+
+namespace ppsched::detail::tune {
+
+/// Per-rank sequences of nodes.
+using sequences = std::vector<std::vector<int>>;
+
+/// The outcome of one evaluation.
+struct evaluation {
+    bool ok = false; ///< every action ran (no deadlock) and every rank fits its memory
+    bool memory_ok = true;
+    double makespan = 0; ///< when the last action ends
+    double sum_end = 0;  ///< the sum of the ranks' ends (breaks ties between equal makespans)
+};
+
+/// Lexicographic: the makespan first, then the sum of the ranks' ends.
+[[nodiscard]] inline bool better(const evaluation& a, const evaluation& b) noexcept {
+    if (!a.ok) return false;
+    if (!b.ok) return true;
+    if (a.makespan != b.makespan) return a.makespan < b.makespan;
+    return a.sum_end < b.sum_end;
+}
+
+class evaluator {
+  public:
+    explicit evaluator(const model& m)
+        : m_(m), end_(m.node_count(), -1.0), cause_(m.node_count(), -1),
+          start_(m.node_count(), 0.0), pos_(static_cast<std::size_t>(m.ranks)),
+          free_(static_cast<std::size_t>(m.ranks)), memory_(static_cast<std::size_t>(m.ranks)),
+          peak_(static_cast<std::size_t>(m.ranks)),
+          blocked_(static_cast<std::size_t>(m.ranks), -1) {
+        work_.reserve(static_cast<std::size_t>(m.ranks));
+    }
+
+    /// Times `seq`. With `Record`, `start`, `end` and `cause` describe the timeline afterwards.
+    template <bool Record = false>
+    evaluation run(const sequences& seq) {
+        ++count_;
+        std::fill(end_.begin(), end_.end(), -1.0);
+        const auto ranks = static_cast<std::size_t>(m_.ranks);
+        std::size_t remaining = 0;
+        work_.clear();
+        for (std::size_t r = 0; r < ranks; ++r) {
+            pos_[r] = 0;
+            free_[r] = 0;
+            memory_[r] = 0;
+            peak_[r] = 0;
+            blocked_[r] = -1;
+            remaining += seq[r].size();
+            work_.push_back(static_cast<int>(r));
+        }
+        evaluation out;
+        while (!work_.empty()) {
+            const int r = work_.back();
+            work_.pop_back();
+            const auto ru = static_cast<std::size_t>(r);
+            const std::vector<int>& row = seq[ru];
+            while (pos_[ru] < row.size()) {
+                const int x = row[pos_[ru]];
+                const int k = model::kind_of(x);
+                const int sj = x >> 2;
+                const int s = sj / m_.microbatches;
+                const stage_info& st = m_.stage[static_cast<std::size_t>(s)];
+                double ready = 0;
+                int why = -1;
+                if (k == kind_forward) {
+                    if (st.prev >= 0) {
+                        const int d = x - (m_.microbatches << 2); // F of the previous stage
+                        const double e = end_[static_cast<std::size_t>(d)];
+                        if (e < 0) {
+                            blocked_[ru] = d;
+                            break;
+                        }
+                        ready = st.msg_from_prev > 0 ? e + st.msg_from_prev : e;
+                        why = d;
+                    }
+                } else if (k == kind_backward) {
+                    const int own = x - kind_backward;
+                    const double e = end_[static_cast<std::size_t>(own)];
+                    if (e < 0) {
+                        blocked_[ru] = own;
+                        break;
+                    }
+                    ready = e;
+                    why = own;
+                    if (st.next >= 0) {
+                        const int d = x + (m_.microbatches << 2); // I of the next stage
+                        const double g = end_[static_cast<std::size_t>(d)];
+                        if (g < 0) {
+                            blocked_[ru] = d;
+                            break;
+                        }
+                        const double arrive = st.msg_from_next > 0 ? g + st.msg_from_next : g;
+                        if (arrive > ready || why < 0) {
+                            ready = arrive;
+                            why = d;
+                        } else if (arrive == ready) {
+                            ready = arrive;
+                        }
+                    }
+                } else {
+                    const int d = x - 1; // its I
+                    const double e = end_[static_cast<std::size_t>(d)];
+                    if (e < 0) {
+                        blocked_[ru] = d;
+                        break;
+                    }
+                    ready = e;
+                    why = d;
+                }
+                const double prior = free_[ru];
+                const double start = prior < ready ? ready : prior;
+                const double end = start + st.dur[k];
+                if constexpr (Record) {
+                    start_[static_cast<std::size_t>(x)] = start;
+                    // The rank's previous action when it bound the start (ties: the rank).
+                    cause_[static_cast<std::size_t>(x)] =
+                        (prior >= ready && pos_[ru] > 0) ? row[pos_[ru] - 1] : why;
+                }
+                end_[static_cast<std::size_t>(x)] = end;
+                free_[ru] = end;
+                // Memory as `simulate` counts it (the same operations, so the same values).
+                if (k == kind_forward) {
+                    memory_[ru] += st.activation;
+                    if (memory_[ru] > peak_[ru]) peak_[ru] = memory_[ru];
+                } else if (k == kind_backward) {
+                    memory_[ru] -= m_.split ? st.activation * m_.frees_by_i : st.activation;
+                } else {
+                    memory_[ru] -= st.activation * (1 - m_.frees_by_i);
+                }
+                ++pos_[ru];
+                --remaining;
+                // Wake the one other rank that may wait for this action.
+                int other = -1;
+                if (k == kind_forward && st.next >= 0)
+                    other = m_.stage[static_cast<std::size_t>(st.next)].rank;
+                else if (k == kind_backward && st.prev >= 0)
+                    other = m_.stage[static_cast<std::size_t>(st.prev)].rank;
+                if (other >= 0 && other != r && blocked_[static_cast<std::size_t>(other)] == x) {
+                    blocked_[static_cast<std::size_t>(other)] = -1;
+                    work_.push_back(other);
+                }
+            }
+        }
+        out.ok = remaining == 0;
+        for (std::size_t r = 0; r < ranks; ++r) {
+            if (m_.parameters[r] + peak_[r] > m_.limit[r]) out.memory_ok = false;
+            out.makespan = out.makespan < free_[r] ? free_[r] : out.makespan;
+            out.sum_end += free_[r];
+        }
+        out.ok = out.ok && out.memory_ok;
+        return out;
+    }
+
+    /// Each rank's peak memory (parameters + activations) of the last run.
+    [[nodiscard]] double peak_memory(int r) const noexcept {
+        return m_.parameters[static_cast<std::size_t>(r)] + peak_[static_cast<std::size_t>(r)];
+    }
+    [[nodiscard]] double start(int node) const noexcept {
+        return start_[static_cast<std::size_t>(node)];
+    }
+    [[nodiscard]] double end(int node) const noexcept {
+        return end_[static_cast<std::size_t>(node)];
+    }
+    /// The action whose end set `node`'s start in the last recorded run: its rank's previous
+    /// action, or the input it waited for; -1 when it started at time 0 with nothing before.
+    [[nodiscard]] int cause(int node) const noexcept {
+        return cause_[static_cast<std::size_t>(node)];
+    }
+    /// Orders timed so far.
+    [[nodiscard]] std::uint64_t count() const noexcept { return count_; }
+
+  private:
+    const model& m_;
+    std::vector<double> end_;
+    std::vector<int> cause_;
+    std::vector<double> start_;
+    std::vector<std::size_t> pos_;
+    std::vector<double> free_, memory_, peak_;
+    std::vector<int> blocked_;
+    std::vector<int> work_;
+    std::uint64_t count_ = 0;
+};
+
+} // namespace ppsched::detail::tune

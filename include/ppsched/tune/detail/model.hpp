@@ -1,0 +1,184 @@
+#pragma once
+/// \file tune/detail/model.hpp
+/// The auto-scheduler's compact view of a `tune_problem`: per stage its rank, neighbours,
+/// durations, activation and message times, and a dense numbering of the problem's compute
+/// actions ("nodes"). Also the checks every entry point of the tune wing runs first.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ppsched/action.hpp"
+#include "ppsched/config.hpp"
+#include "ppsched/cost_model.hpp"
+#include "ppsched/error.hpp"
+#include "ppsched/tune/problem.hpp"
+
+namespace ppsched::detail::tune {
+
+/// Kinds of nodes. With a fused backward, `kind_backward` is a `B` and there is no `W`.
+enum node_kind : int { kind_forward = 0, kind_backward = 1, kind_weight = 2 };
+
+/// What the search needs of one stage.
+struct stage_info {
+    int rank = 0;
+    int prev = -1, next = -1;  ///< neighbours in the microbatch's path (-1: none)
+    double dur[3] = {1, 1, 1}; ///< F, I (or B when fused), W
+    double activation = 1;
+    double msg_from_prev = 0; ///< message time of the forward input (0 on the same rank)
+    double msg_from_next = 0; ///< message time of the backward input (0 on the same rank)
+};
+
+/// The problem as flat tables. A node is `(stage * microbatches + mb) * 4 + kind` (stride 4 so
+/// that decoding needs one division).
+struct model {
+    int ranks = 1, microbatches = 1, stages = 1;
+    bool split = true;
+    double frees_by_i = 0; ///< fraction of an activation `I` frees (split only)
+    double message = 0;
+    std::vector<stage_info> stage;
+    std::vector<std::vector<int>> rank_stages; ///< each rank's stages, increasing
+    std::vector<double> parameters;            ///< per rank
+    std::vector<double> limit;                 ///< per rank: peak memory allowed (or huge)
+
+    [[nodiscard]] int kinds() const noexcept { return split ? 3 : 2; }
+    [[nodiscard]] int node(int s, int mb, int kind) const noexcept {
+        return ((s * microbatches + mb) << 2) | kind;
+    }
+    [[nodiscard]] std::size_t node_count() const noexcept {
+        return static_cast<std::size_t>(stages) * static_cast<std::size_t>(microbatches) * 4;
+    }
+    [[nodiscard]] static int kind_of(int node) noexcept { return node & 3; }
+    [[nodiscard]] int stage_of(int node) const noexcept { return (node >> 2) / microbatches; }
+    [[nodiscard]] int mb_of(int node) const noexcept { return (node >> 2) % microbatches; }
+    [[nodiscard]] double duration(int node) const noexcept {
+        return stage[static_cast<std::size_t>(stage_of(node))].dur[kind_of(node)];
+    }
+    /// Compute actions each rank runs.
+    [[nodiscard]] std::size_t rank_actions(int r) const noexcept {
+        return rank_stages[static_cast<std::size_t>(r)].size() *
+               static_cast<std::size_t>(microbatches) * static_cast<std::size_t>(kinds());
+    }
+    /// The action of a node.
+    [[nodiscard]] action to_action(int n) const {
+        const int s = stage_of(n), mb = mb_of(n);
+        switch (kind_of(n)) {
+        case kind_forward:
+            return action::forward(s, mb);
+        case kind_backward:
+            return split ? action::backward_input(s, mb) : action::full_backward(s, mb);
+        default:
+            return action::backward_weight(s, mb);
+        }
+    }
+};
+
+/// A finite, non-negative number (`x == x` is false only for NaN).
+[[nodiscard]] constexpr bool finite_non_negative(double x) noexcept {
+    return x == x && x >= 0 && x <= 1.7976931348623157e308;
+}
+
+/// The least peak memory any valid order needs on each rank: the rank's parameters plus one
+/// microbatch's activations on every stage of the rank (one microbatch holds them all at once
+/// when it runs its forward on the rank's last stage in its path, since every backward of the
+/// rank comes after it; running the microbatches one at a time reaches exactly this).
+[[nodiscard]] inline std::vector<double> least_memory(const model& m) {
+    std::vector<double> out(static_cast<std::size_t>(m.ranks));
+    for (int r = 0; r < m.ranks; ++r) {
+        double a = 0;
+        for (int s : m.rank_stages[static_cast<std::size_t>(r)])
+            a += m.stage[static_cast<std::size_t>(s)].activation;
+        out[static_cast<std::size_t>(r)] = m.parameters[static_cast<std::size_t>(r)] + a;
+    }
+    return out;
+}
+
+/// Checks `p` and builds its model; throws `config_error` naming what is wrong.
+[[nodiscard]] inline model make_model(const tune_problem& p) {
+    PPSCHED_EXPECTS(p.ranks >= 1, "ppsched::tune: ranks must be >= 1 (got ", p.ranks, ")");
+    PPSCHED_EXPECTS(p.microbatches >= 1, "ppsched::tune: microbatches must be >= 1 (got ",
+                    p.microbatches, ")");
+    PPSCHED_EXPECTS(p.stages_per_rank >= 1, "ppsched::tune: stages_per_rank must be >= 1 (got ",
+                    p.stages_per_rank, ")");
+    PPSCHED_EXPECTS(p.placement != stage_placement::dual,
+                    "ppsched::tune: the dual placement (two pipelines) is not searched; use "
+                    "loop or v");
+    const long long nodes = 4LL * p.ranks * p.stages_per_rank * p.microbatches;
+    PPSCHED_EXPECTS(nodes <= (1LL << 28),
+                    "ppsched::tune: ranks * stages_per_rank * "
+                    "microbatches must be <= 2^26 (got ",
+                    nodes / 4, ")");
+    const config cfg = p.cfg();
+    check(cfg);
+    p.costs.check();
+    const int stages = cfg.num_stages();
+    PPSCHED_EXPECTS(
+        p.costs.per_stage.empty() || p.costs.per_stage.size() == static_cast<std::size_t>(stages),
+        "ppsched::tune: the cost model has ", p.costs.per_stage.size(),
+        " per-stage entries but the problem has ", stages, " stages (", p.ranks, " ranks x ",
+        p.stages_per_rank, " stages per rank); give one entry per stage or none");
+    PPSCHED_EXPECTS(finite_non_negative(p.costs.message_time()),
+                    "ppsched::tune: the message time (p2p latency + transfer) must be finite");
+    model m;
+    m.ranks = p.ranks;
+    m.microbatches = p.microbatches;
+    m.stages = stages;
+    m.split = p.backward == backward_mode::split;
+    m.frees_by_i = m.split ? p.costs.input_grad_frees : 0;
+    m.message = p.costs.message_time();
+    m.stage.resize(static_cast<std::size_t>(stages));
+    m.rank_stages.resize(static_cast<std::size_t>(p.ranks));
+    m.parameters.assign(static_cast<std::size_t>(p.ranks), 0);
+    double work = 0;
+    for (int s = 0; s < stages; ++s) {
+        const resolved_stage_costs c = p.costs.at(s);
+        stage_info& st = m.stage[static_cast<std::size_t>(s)];
+        st.rank = cfg.stage_to_rank(s);
+        st.prev = cfg.previous_stage(s);
+        st.next = cfg.next_stage(s);
+        st.dur[kind_forward] = c.forward;
+        st.dur[kind_backward] = m.split ? c.backward_input : c.full_backward;
+        st.dur[kind_weight] = m.split ? c.backward_weight : 0;
+        st.activation = c.activation;
+        for (double x : {c.forward, c.backward_input, c.backward_weight, c.full_backward,
+                         c.activation, c.parameters})
+            PPSCHED_EXPECTS(finite_non_negative(x), "ppsched::tune: the costs of stage ", s,
+                            " must be finite non-negative numbers");
+        work += c.forward + c.full_backward + c.backward_input + c.backward_weight;
+        m.parameters[static_cast<std::size_t>(st.rank)] += c.parameters;
+        m.rank_stages[static_cast<std::size_t>(st.rank)].push_back(s);
+    }
+    // Every time the search adds stays finite: the whole step's work, done in sequence.
+    PPSCHED_EXPECTS(finite_non_negative(work * p.microbatches * 4 + m.message * stages * 4),
+                    "ppsched::tune: the costs are too large (a step's total work overflows)");
+    for (int s = 0; s < stages; ++s) {
+        stage_info& st = m.stage[static_cast<std::size_t>(s)];
+        auto msg = [&](int other) {
+            return other >= 0 && m.stage[static_cast<std::size_t>(other)].rank != st.rank
+                       ? m.message
+                       : 0.0;
+        };
+        st.msg_from_prev = msg(st.prev);
+        st.msg_from_next = msg(st.next);
+    }
+    const std::vector<double> least = least_memory(m);
+    m.limit.assign(static_cast<std::size_t>(p.ranks), 1e300);
+    if (p.memory_limit) {
+        const double limit = *p.memory_limit;
+        PPSCHED_EXPECTS(finite_non_negative(limit),
+                        "ppsched::tune: the memory limit must be a finite non-negative number");
+        for (int r = 0; r < p.ranks; ++r) {
+            const auto ru = static_cast<std::size_t>(r);
+            PPSCHED_EXPECTS(limit >= least[ru], "ppsched::tune: the memory limit ", limit,
+                            " is below the least any order needs: rank ", r, " needs ", least[ru],
+                            " (parameters ", m.parameters[ru],
+                            " + one microbatch's activations on each of its stages ",
+                            least[ru] - m.parameters[ru], ")");
+            m.limit[ru] = limit;
+        }
+    }
+    return m;
+}
+
+} // namespace ppsched::detail::tune

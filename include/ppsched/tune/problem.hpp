@@ -1,0 +1,154 @@
+#pragma once
+/// \file tune/problem.hpp
+/// What the auto-scheduler is asked (`tune_problem`), how long it may search (`tune_options`)
+/// and what it answers (`tune_result`). The engine is `tune/tune.hpp`; the bound is
+/// `tune/lower_bound.hpp`.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ppsched/config.hpp"
+#include "ppsched/cost_model.hpp"
+#include "ppsched/order.hpp"
+
+namespace ppsched {
+
+/// Whether the runtime can split a backward into `I` (input gradient) and `W` (weight gradient).
+enum class backward_mode : std::uint8_t {
+    split, ///< `I` and `W` are separate actions (the zero-bubble schedules); `B` is also allowed
+    fused, ///< only `B` (PyTorch's 1F1B, GPipe, ... and runtimes that cannot split)
+};
+
+/// Name of a backward mode as used on the command line (`split`, `fused`).
+[[nodiscard]] constexpr std::string_view to_string_view(backward_mode m) noexcept {
+    return m == backward_mode::fused ? "fused" : "split";
+}
+
+/// The mode named `name` (`split`, `fused`); false when there is none.
+[[nodiscard]] constexpr bool parse_backward_mode(std::string_view name,
+                                                 backward_mode& out) noexcept {
+    if (name == "split")
+        out = backward_mode::split;
+    else if (name == "fused")
+        out = backward_mode::fused;
+    else
+        return false;
+    return true;
+}
+
+/// A scheduling problem: the pipeline's shape, what each stage costs, and the memory budget.
+///
+/// Stages are placed by `placement` (`loop` or `v`; `dual` is not searched). `costs` is the
+/// `cost_model` `simulate` reads: per-stage F, I, W (or B), activation and parameter memory,
+/// and the time of a message between ranks; its `per_stage` array is empty or has exactly
+/// one entry per stage. `memory_limit` bounds each rank's peak memory as `simulate` reports it
+/// (`rank_summary::peak_memory`: the rank's parameters plus its peak activations).
+struct tune_problem {
+    int ranks = 1;                                     ///< pipeline ranks
+    int microbatches = 1;                              ///< microbatches per step
+    int stages_per_rank = 1;                           ///< model chunks per rank
+    stage_placement placement = stage_placement::loop; ///< `loop` or `v`
+    cost_model costs{};                                ///< what every action costs
+    std::optional<double> memory_limit{};              ///< per-rank peak memory; unset: none
+    backward_mode backward = backward_mode::split;     ///< can the runtime split B into I + W?
+
+    /// The pipeline configuration of the problem.
+    [[nodiscard]] constexpr config cfg() const noexcept {
+        return config{.ranks = ranks,
+                      .stages_per_rank = stages_per_rank,
+                      .microbatches = microbatches,
+                      .placement = placement};
+    }
+};
+
+/// What `tune` reports while it searches (about once a second).
+struct tune_progress {
+    double elapsed = 0;            ///< seconds since the search started
+    std::uint64_t evaluations = 0; ///< orders simulated so far
+    double best = 0;               ///< the best makespan so far
+    double lower_bound = 0;        ///< the proven lower bound (constant during a search)
+};
+
+/// How long `tune` may search, and how it reports.
+struct tune_options {
+    /// Wall-clock budget in seconds; the search also stops when the gap is 0 or when it has
+    /// converged (every start point is at a local optimum and the restarts are spent).
+    double time_limit = 10;
+    /// Stop after this many simulated orders (0: no limit). With this limit and a generous
+    /// `time_limit` the result depends only on the problem, the options and `seed`.
+    std::uint64_t max_evaluations = 0;
+    /// Seed of the search's random choices: the same seed gives the same result unless the
+    /// time limit cuts the search short.
+    std::uint64_t seed = 1;
+    /// Called about once a second with the search's state (may be empty).
+    std::function<void(const tune_progress&)> progress{};
+};
+
+/// Why `tune` stopped.
+enum class tune_stop : std::uint8_t {
+    optimal,          ///< the makespan equals the lower bound: nothing can be better
+    converged,        ///< every start point reached a local optimum, restarts spent
+    time_limit,       ///< `tune_options::time_limit` reached
+    evaluation_limit, ///< `tune_options::max_evaluations` reached
+};
+
+/// Name of a stop reason (`optimal`, `converged`, `time_limit`, `evaluation_limit`).
+[[nodiscard]] constexpr std::string_view to_string_view(tune_stop s) noexcept {
+    switch (s) {
+    case tune_stop::optimal:
+        return "optimal";
+    case tune_stop::converged:
+        return "converged";
+    case tune_stop::time_limit:
+        return "time_limit";
+    default:
+        return "evaluation_limit";
+    }
+}
+
+/// A built-in schedule `tune` tried as a start point.
+struct tune_candidate {
+    std::string name;       ///< its PyTorch (or authors') name
+    bool applies = false;   ///< the schedule supports the problem's shape
+    bool fits = false;      ///< ... and its peak memory is within the limit on every rank
+    double makespan = 0;    ///< its simulated makespan (when it applies)
+    double peak_memory = 0; ///< its largest per-rank peak memory (when it applies)
+    std::string why_not;    ///< why it does not apply (the schedule's own message)
+};
+
+/// The lower bound on the makespan of every valid order of a problem, and its parts
+/// (see `tune/lower_bound.hpp` for how each is derived).
+struct makespan_bound {
+    double value = 0;         ///< the bound: the largest of the parts below
+    double one_machine = 0;   ///< the best single-rank relaxation (release dates and tails)
+    int one_machine_rank = 0; ///< the rank it comes from
+    double memory = 0;        ///< the memory-time bound (0 without a memory limit)
+    int memory_rank = 0;      ///< the rank it comes from
+    /// The least peak memory any valid order needs, per rank (parameters plus one
+    /// microbatch's activations on every stage of the rank).
+    std::vector<double> least_memory;
+};
+
+/// What `tune` found.
+struct tune_result {
+    order best;                      ///< compute-only order (valid by `validate`, lowerable)
+    double makespan = 0;             ///< its simulated makespan
+    std::vector<double> peak_memory; ///< its peak memory per rank, as `simulate` reports it
+    makespan_bound bound;            ///< the proven lower bound on any valid order's makespan
+    double gap = 0;                  ///< (makespan - bound) / bound; 0 means proven optimal
+    std::string start;               ///< the built-in schedule the best order was improved from
+                                     ///< (or `greedy`/`sequential` when none applied or fitted)
+    double start_makespan = 0;       ///< that start's makespan
+    std::string best_builtin;        ///< the best built-in schedule that fits ("" if none)
+    double best_builtin_makespan = 0;
+    std::vector<tune_candidate> candidates; ///< every built-in schedule considered
+    std::uint64_t evaluations = 0;          ///< orders simulated
+    double elapsed = 0;                     ///< seconds searched
+    tune_stop stopped = tune_stop::converged;
+};
+
+} // namespace ppsched

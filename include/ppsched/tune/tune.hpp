@@ -1,0 +1,320 @@
+#pragma once
+/// \file tune/tune.hpp
+/// `tune(problem, options)`: the auto-scheduler. Finds a compute-only order for a problem with
+/// uneven per-stage costs and a per-rank memory limit, as fast as it can within a budget, and
+/// proves how far from optimal it may be.
+///
+/// How it searches:
+/// 1. Start points: every built-in schedule of the problem's placement that applies and fits
+///    the memory limit (the cost-aware ones planned with the problem's costs), so the result is
+///    never worse than the best of them; a family of greedy list schedulers (backward or
+///    forward first, W as filler or eager, caps on microbatches in flight), which fit any
+///    memory limit the problem allows; and one microbatch at a time, which fits the least.
+/// 2. Improvement: from the best start points in turn, a tabu search that swaps adjacent
+///    actions of a rank along the critical path (tune/detail/local_search.hpp); then restarts
+///    from the best order found, randomly perturbed.
+/// 3. It stops when the makespan reaches the lower bound (tune/lower_bound.hpp: the order is
+///    then optimal), when the restarts are spent, or at the time or evaluation limit.
+///
+/// Every timing of the search is exact (the same arithmetic as `simulate`), and the returned
+/// order is simulated and validated again before it is returned.
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ppsched/algorithms/simulate.hpp"
+#include "ppsched/algorithms/validate.hpp"
+#include "ppsched/registry.hpp"
+#include "ppsched/tune/detail/evaluator.hpp"
+#include "ppsched/tune/detail/list_scheduler.hpp"
+#include "ppsched/tune/detail/local_search.hpp"
+#include "ppsched/tune/detail/model.hpp"
+#include "ppsched/tune/lower_bound.hpp"
+#include "ppsched/tune/problem.hpp"
+
+namespace ppsched {
+namespace detail::tune {
+
+/// A built-in order as the search's sequences: idle slots dropped, an `OVERLAP_F_B` as its two
+/// parts, `B` as `I` then `W` when the backward is split (never slower, same memory), `I` as
+/// `B` and `W` dropped when it is fused. False when it holds actions the model has no node for.
+[[nodiscard]] inline bool to_sequences(const model& m, const order& o, sequences& out) {
+    out.assign(static_cast<std::size_t>(m.ranks), {});
+    if (o.num_ranks() != static_cast<std::size_t>(m.ranks)) return false;
+    for (std::size_t r = 0; r < o.num_ranks(); ++r) {
+        for (const slot& sl : o[r]) {
+            if (!sl) continue;
+            std::array<action, 2> parts{};
+            const int n = sl->parts(parts);
+            for (int i = 0; i < n; ++i) {
+                const action a = parts[static_cast<std::size_t>(i)];
+                if (a.stage() >= m.stages || !a.has_microbatch() ||
+                    a.microbatch() >= m.microbatches)
+                    return false;
+                auto& row = out[r];
+                switch (a.kind()) {
+                case action_kind::forward:
+                    row.push_back(m.node(a.stage(), a.microbatch(), kind_forward));
+                    break;
+                case action_kind::full_backward:
+                    row.push_back(m.node(a.stage(), a.microbatch(), kind_backward));
+                    if (m.split) row.push_back(m.node(a.stage(), a.microbatch(), kind_weight));
+                    break;
+                case action_kind::backward_input:
+                    row.push_back(m.node(a.stage(), a.microbatch(), kind_backward));
+                    break;
+                case action_kind::backward_weight:
+                    if (m.split) row.push_back(m.node(a.stage(), a.microbatch(), kind_weight));
+                    break;
+                default:
+                    return false;
+                }
+            }
+        }
+        if (out[r].size() != m.rank_actions(static_cast<int>(r))) return false;
+    }
+    return true;
+}
+
+/// The sequences as an order of `cfg`.
+[[nodiscard]] inline order to_order(const model& m, const config& cfg, const sequences& seq) {
+    order o(cfg);
+    for (std::size_t r = 0; r < seq.size(); ++r) {
+        o[r].reserve(seq[r].size());
+        for (int n : seq[r]) o[r].push_back(m.to_action(n));
+    }
+    return o;
+}
+
+/// A start point of the search.
+struct start_point {
+    std::string name;
+    sequences seq;
+    evaluation eval;
+};
+
+/// Random swaps of adjacent actions that do not depend on each other: a kick out of a local
+/// optimum.
+inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swaps) {
+    for (std::size_t i = 0; i < swaps; ++i) {
+        auto& row = seq[random.below(seq.size())];
+        if (row.size() < 2) continue;
+        const std::size_t at = random.below(row.size() - 1);
+        if (!direct_dependency(m, row[at], row[at + 1])) std::swap(row[at], row[at + 1]);
+    }
+}
+
+/// The greedy rules tried as start points.
+[[nodiscard]] inline std::vector<greedy_rule> greedy_rules(const model& m) {
+    std::vector<greedy_rule> rules;
+    const int p = m.ranks;
+    const int v = static_cast<int>(m.rank_stages[0].size());
+    for (int factor : {1, 2, 3, 1 << 20}) {
+        for (int flags = 0; flags < 8; ++flags) {
+            greedy_rule g;
+            g.backward_first = (flags & 1) != 0 || factor == 1;
+            g.eager_weight = (flags & 2) != 0;
+            g.deep_first = (flags & 4) != 0;
+            if (factor == 1 && (flags & 1) == 0) continue; // the same as with bit 0 set
+            g.cap.resize(static_cast<std::size_t>(p));
+            for (int r = 0; r < p; ++r) {
+                // In flight on rank r in 1F1B: p - r microbatches; a V or interleaved rank
+                // holds more stages, so scale by its stage count.
+                const long long c = static_cast<long long>(factor) * (p - r) * v;
+                g.cap[static_cast<std::size_t>(r)] =
+                    static_cast<int>(std::clamp<long long>(c, 1, m.microbatches));
+            }
+            rules.push_back(std::move(g));
+        }
+    }
+    return rules;
+}
+
+} // namespace detail::tune
+
+/// Finds a fast valid order for `problem` within its memory limit, and a lower bound on every
+/// valid order's makespan (see the file comment for how). Throws `config_error` for a
+/// malformed or impossible problem: counts out of range, the `dual` placement, a per-stage
+/// cost array whose length is not the stage count, non-finite costs, or a memory limit below
+/// the least any order needs (the message says that least).
+/// Complexity: each timing of an order is O(n) in its actions; the search times as many as its
+/// budget allows.
+[[nodiscard]] inline tune_result tune(const tune_problem& problem,
+                                      const tune_options& options = {}) {
+    using namespace detail::tune;
+    using clock = std::chrono::steady_clock;
+    const auto started = clock::now();
+    const model m = make_model(problem);
+    const config cfg = problem.cfg();
+    tune_result result;
+    result.bound = bound(m);
+    const double limit = problem.memory_limit.value_or(std::numeric_limits<double>::infinity());
+    const double target = result.bound.value * (1 + 1e-12);
+
+    evaluator ev(m);
+    budget spend;
+    const double seconds = options.time_limit > 0 ? options.time_limit : 0;
+    spend.deadline = started + std::chrono::duration_cast<clock::duration>(
+                                   std::chrono::duration<double>(std::min(seconds, 1e7)));
+    spend.max_evaluations = options.max_evaluations;
+    spend.target = target;
+    rng random(options.seed);
+
+    // 1. Start points.
+    std::vector<start_point> starts;
+    auto add_start = [&](std::string name, sequences seq) {
+        const evaluation e = ev.run(seq);
+        if (e.ok) starts.push_back({std::move(name), std::move(seq), e});
+    };
+    const schedule_registry& reg = builtin_schedules();
+    double max_parameters = 0;
+    for (double x : m.parameters) max_parameters = std::max(max_parameters, x);
+    for (const schedule_entry& entry : reg.entries()) {
+        if (entry.placement != problem.placement) continue;
+        tune_candidate cand;
+        cand.name = entry.pytorch_name;
+        schedule_params params;
+        for (const schedule_param_info& info : entry.parameters) {
+            if (info.name == "costs") params.costs = problem.costs;
+            if (info.name == "memory_limit" && problem.memory_limit)
+                params.memory_limit = *problem.memory_limit - max_parameters;
+        }
+        order o;
+        try {
+            o = entry.generate(cfg, params);
+        } catch (const config_error& e) {
+            cand.why_not = e.what();
+            result.candidates.push_back(std::move(cand));
+            continue;
+        }
+        const simulation sim = simulate(o, problem.costs, simulate_options{.timeline = false});
+        if (!sim) {
+            cand.why_not = describe_problem(sim);
+            result.candidates.push_back(std::move(cand));
+            continue;
+        }
+        bool splits = false;
+        for (std::size_t r = 0; r < o.num_ranks() && !splits; ++r)
+            for (const slot& sl : o[r])
+                if (sl && (sl->kind() == action_kind::backward_input ||
+                           sl->kind() == action_kind::backward_weight ||
+                           (sl->is_overlap() &&
+                            sl->backward_part().kind() == action_kind::backward_input)))
+                    splits = true;
+        sequences seq;
+        const bool usable = to_sequences(m, o, seq);
+        if (splits && !m.split) {
+            cand.why_not = "it splits the backward into I and W, which a fused backward excludes";
+        } else {
+            cand.applies = true;
+            cand.makespan = sim.makespan;
+            for (const rank_summary& rs : sim.ranks)
+                cand.peak_memory = std::max(cand.peak_memory, rs.peak_memory);
+            cand.fits = cand.peak_memory <= limit;
+            if (!cand.fits) cand.why_not = "its peak memory exceeds the limit";
+            if (cand.fits &&
+                (result.best_builtin.empty() || cand.makespan < result.best_builtin_makespan)) {
+                result.best_builtin = cand.name;
+                result.best_builtin_makespan = cand.makespan;
+            }
+        }
+        if (usable) add_start(cand.name, std::move(seq));
+        result.candidates.push_back(std::move(cand));
+    }
+    add_start("sequential", sequential_order(m));
+    {
+        sequences seq;
+        int i = 0;
+        for (const greedy_rule& g : greedy_rules(m)) {
+            ++i;
+            if (greedy_order(m, g, random, seq)) add_start("greedy", seq);
+            if (spend.spent(ev)) break;
+        }
+    }
+    std::stable_sort(starts.begin(), starts.end(), [](const start_point& a, const start_point& b) {
+        return better(a.eval, b.eval);
+    });
+    if (starts.empty())
+        throw std::logic_error("ppsched::tune: no start point (the sequential order must fit)");
+
+    // 2. Improvement from the best distinct start points, then restarts from the best.
+    sequences best_seq = starts.front().seq;
+    evaluation best = starts.front().eval;
+    std::string best_start = starts.front().name;
+    double best_start_makespan = best.makespan;
+    const int patience = 60;
+    std::size_t tried = 0;
+    double last_seen = -1;
+    for (start_point& sp : starts) {
+        if (tried >= 4 || best.makespan <= target || spend.spent(ev)) break;
+        if (sp.eval.makespan == last_seen) continue; // same quality: likely the same basin
+        last_seen = sp.eval.makespan;
+        ++tried;
+        const double from = sp.eval.makespan;
+        const evaluation e = tabu_search(m, ev, sp.seq, sp.eval, spend, random, patience);
+        if (better(e, best)) {
+            best = e;
+            best_seq = sp.seq;
+            best_start = sp.name;
+            best_start_makespan = from;
+        }
+    }
+    const int restarts = 12;
+    for (int k = 0, idle = 0; idle < restarts; ++k) {
+        if (best.makespan <= target || spend.spent(ev)) break;
+        sequences seq = best_seq;
+        std::size_t n = 0;
+        for (const auto& row : seq) n += row.size();
+        perturb(m, seq, random, 2 + n / 40 + random.below(1 + n / 40));
+        const evaluation e0 = ev.run(seq);
+        if (!e0.ok) {
+            ++idle;
+            continue;
+        }
+        const evaluation e = tabu_search(m, ev, seq, e0, spend, random, patience);
+        if (better(e, best)) {
+            best = e;
+            best_seq = std::move(seq);
+            idle = 0;
+        } else {
+            ++idle;
+        }
+        (void)k;
+    }
+
+    // 3. The answer, simulated and validated by the library itself.
+    result.best = to_order(m, cfg, best_seq);
+    const simulation sim =
+        simulate(result.best, problem.costs, simulate_options{.timeline = false});
+    if (!sim || !validate(result.best))
+        throw std::logic_error("ppsched::tune: internal error: the best order does not validate");
+    result.makespan = sim.makespan;
+    for (const rank_summary& rs : sim.ranks) result.peak_memory.push_back(rs.peak_memory);
+    result.start = best_start;
+    result.start_makespan = best_start_makespan;
+    result.evaluations = ev.count();
+    const double b = result.bound.value;
+    result.gap = b > 0 ? (result.makespan - b) / b : 0;
+    if (result.makespan <= target) {
+        result.gap = 0;
+        result.stopped = tune_stop::optimal;
+    } else if (spend.out_of_evaluations) {
+        result.stopped = tune_stop::evaluation_limit;
+    } else if (spend.out_of_time) {
+        result.stopped = tune_stop::time_limit;
+    } else {
+        result.stopped = tune_stop::converged;
+    }
+    result.elapsed = std::chrono::duration<double>(clock::now() - started).count();
+    return result;
+}
+
+} // namespace ppsched
