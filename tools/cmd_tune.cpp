@@ -138,8 +138,7 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
     }
     row("started from", format_number(r.start_makespan), r.start);
     row("searched", std::to_string(r.evaluations) + " orders",
-        "in " + format_number(r.elapsed) +
-            " s, stopped: " + std::string(to_string_view(r.stopped)));
+        "in " + seconds(r.elapsed) + " s, stopped: " + std::string(to_string_view(r.stopped)));
     out += "\n";
     const std::array<std::string, 4> head{"rank", "busy", "idle", "peak memory"};
     std::vector<std::array<std::string, 4>> rows{head};
