@@ -384,6 +384,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         result.stopped = tune_stop::converged;
     }
     result.elapsed = std::chrono::duration<double>(clock::now() - started).count();
+    result.time_to_best = std::min(spend.best_at, result.elapsed);
     return result;
 }
 

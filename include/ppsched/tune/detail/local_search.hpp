@@ -50,10 +50,15 @@ struct budget {
         return out_of_time || out_of_evaluations;
     }
 
-    /// Records a better makespan for the progress reports.
-    void improved(double makespan) noexcept {
-        if (makespan < best_so_far || best_so_far == 0) best_so_far = makespan;
+    /// Records a better makespan (for the progress reports, and when the best was found).
+    void improved(double makespan) {
+        if (makespan < best_so_far || best_so_far == 0) {
+            best_so_far = makespan;
+            best_at = std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+                          .count();
+        }
     }
+    double best_at = 0; ///< seconds from the start to the best makespan so far
 };
 
 /// A move of one action of a rank from one position to another (the actions between shift by
