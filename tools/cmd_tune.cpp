@@ -257,8 +257,10 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
             "ppsched tune: " + std::to_string(problem.ranks) + " ranks, " +
             std::to_string(problem.microbatches) + " microbatches" +
             (problem.memory_limit ? ", memory limit " + format_number(*problem.memory_limit) : "");
-        opts.subtitle = "the tuned order above the best built-in schedule; lower bound " +
-                        format_number(r.bound.value);
+        opts.subtitle =
+            "the tuned order, the best built-in schedule that fits, and 1F1B for reference; lower "
+            "bound " +
+            format_number(r.bound.value);
         write_output_file(*picture, io::write_svg(charts, opts));
     }
     if (format == "text") out.out = text_report(problem, r, sim, csv_path);

@@ -309,7 +309,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         last_seen = sp.eval.makespan;
         ++tried;
         const double from = sp.eval.makespan;
-        const evaluation e = tabu_search(m, ev, sp.seq, sp.eval, spend, random, patience);
+        const evaluation e = tabu_search(m, ev, sp.seq, sp.eval, spend, random, patience, false);
         if (better(e, best)) {
             best = e;
             best_seq = sp.seq;

@@ -113,7 +113,7 @@ inline void critical_chain(const model& m, const evaluator& ev, const sequences&
 /// can only shrink if a block's first or last action changes). At most `reach` positions per
 /// block end are tried, so a step costs O(chain * reach * n).
 inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, evaluation cur,
-                              budget& limit, rng& random, int patience) {
+                              budget& limit, rng& random, int patience, bool wide_moves = true) {
     sequences best_seq = seq;
     evaluation best = cur;
     std::vector<std::size_t> where(m.node_count(), 0);
@@ -131,7 +131,7 @@ inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, eva
     // Fewer positions per block on large problems: each try is a timing of the whole order.
     const std::size_t reach = total <= 2000 ? 8 : total <= 20000 ? 4 : 2;
     // The wide neighbourhood only where a step stays cheap.
-    const bool wide = total <= 4000;
+    const bool wide = wide_moves && total <= 4000;
     std::vector<int> chain;
     std::vector<shift_move> moves;
     int since_best = 0;
