@@ -24,13 +24,13 @@ namespace ppsched::cli {
 namespace {
 
 constexpr std::array<option, 10> simulate_own_options{{
-    {"--ranks", "P", "pipeline ranks (required with NAME)"},
+    {"--ranks", "P", "pipeline ranks (required with NAME; with --csv: fewer rows is invalid)"},
     {"--microbatches", "M", "microbatches per iteration (required with NAME)"},
     {"--stages-per-rank", "V", "stages per rank (default: the schedule's)"},
     {"--csv", "FILE", "simulate the order in FILE (PyTorch's CSV; '-' for stdin) instead of NAME"},
     {"--placement", "P",
-     "with --csv: where the file's stages live, loop, v or dual (two opposite pipelines, "
-     "DualPipe); default: inferred from the actions"},
+     "with --csv: where stage s lives, loop (rank s % P), v (zig-zag) or dual (two opposite "
+     "pipelines, DualPipe); default: inferred from the actions"},
     {"--lower", "", "simulate the lowered order (sends, receives, FSDP) a runtime executes"},
     {"--per-rank", "",
      "the costs are a rank's share of the model: each of its V stages costs 1/V of them"},
@@ -141,7 +141,10 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
         throw usage_error("--format must be text, json or none, got '" + format + "'");
     if (a.has("--timeline") && format != "json")
         throw usage_error("--timeline needs --format json");
-    auto [o, costs, title] = load_order(a);
+    sourced_order src = load_order(a);
+    const order& o = src.o;
+    const cost_model& costs = src.costs;
+    std::string title = src.title;
 
     const simulation sim = simulate(o, costs);
     const config cfg = o.cfg();
@@ -150,6 +153,10 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
              std::to_string(cfg.microbatches) + " microbatches" + (sim.lowered ? ", lowered" : "");
     if (!sim) {
         out.err = "ppsched: simulate: " + title + ": " + describe_problem(sim) + "\n";
+        return exit_failure;
+    }
+    if (const std::string bad = invalid_order_message("simulate", src); !bad.empty()) {
+        out.err = bad;
         return exit_failure;
     }
     if (format == "text") out.out = text_report(title, sim);

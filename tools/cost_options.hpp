@@ -6,6 +6,7 @@
 #include <array>
 #include <charconv>
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,7 +24,7 @@
 namespace ppsched::cli {
 
 /// The cost options, in the order `--help` lists them.
-inline constexpr std::array<option, 13> cost_option_list{{
+inline constexpr std::array<option, 14> cost_option_list{{
     {"--costs", "FILE", "cost model as JSON (see docs/simulation.md); the flags below override it"},
     {"--f", "X", "forward time (default 1)"},
     {"--i", "X", "input-gradient backward time (default: F, or B - W)"},
@@ -31,11 +32,14 @@ inline constexpr std::array<option, 13> cost_option_list{{
     {"--b", "X", "full backward time (default I + W)"},
     {"--overlap", "X", "overlapped F+B time (default: the sum of its parts)"},
     {"--p2p", "X", "latency of every message between ranks (default 0)"},
+    {"--comm", "X", "", "--p2p"},
     {"--transfer", "X", "transfer time of every message, added to the latency (default 0)"},
     {"--unshard", "X", "UNSHARD time, on the communication stream (default 0)"},
     {"--reduce-grad", "X", "REDUCE_GRAD time, on the communication stream (default 0)"},
-    {"--activation", "X", "activation memory a forward keeps per microbatch (default 1)"},
-    {"--parameters", "X", "parameter memory (default 0)"},
+    {"--activation", "X",
+     "activation memory a forward keeps per microbatch, in memory units (default 1: one "
+     "microbatch's activations of one stage)"},
+    {"--parameters", "X", "parameter memory, in the same memory units (default 0)"},
     {"--i-frees", "X", "fraction of the activation memory I frees; W frees the rest (default 0)"},
 }};
 
@@ -72,9 +76,12 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
     double v = 0;
     const char* last = text.data() + text.size();
     const auto [end, ec] = std::from_chars(text.data(), last, v);
-    if (text.empty() || ec != std::errc{} || end != last || !(v >= 0))
-        throw usage_error(std::string(what) + " expects a non-negative number, got '" +
-                          std::string(text) + "'");
+    // `from_chars` reads "inf" and "nan": refused here like every non-finite cost (the cost
+    // model's own check says the same for cost files).
+    if (text.empty() || ec != std::errc{} || end != last || !(v >= 0) ||
+        !(v <= std::numeric_limits<double>::max()))
+        throw usage_error(std::string(what) + " expects a finite non-negative number, got '" +
+                          printable(text) + "'");
     return v;
 }
 
