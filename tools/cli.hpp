@@ -155,6 +155,11 @@ class args {
     }
     /// True when the option (switch or valued) was given.
     [[nodiscard]] bool has(std::string_view name) const { return find(name) != nullptr; }
+    /// How the user wrote option `name` (an alias such as `--comm` for `--p2p`), for messages.
+    [[nodiscard]] std::string spelling(std::string_view name) const {
+        const entry* e = find(name);
+        return e ? e->spelled : std::string(name);
+    }
     /// The value of a valued option (the last one given), if any.
     [[nodiscard]] std::optional<std::string> value(std::string_view name) const {
         const entry* e = find(name);
@@ -177,6 +182,7 @@ class args {
     friend args parse(std::span<const std::string>, const command_help&);
     struct entry {
         std::string name, value;
+        std::string spelled; ///< as given (differs from `name` for an alias)
     };
     [[nodiscard]] const entry* find(std::string_view name) const {
         const entry* found = nullptr;
@@ -216,17 +222,19 @@ class args {
         if (spec == nullptr)
             throw usage_error("unknown option '" + printable(name) + "' for '" +
                               std::string(help.name) + "'");
+        const std::string spelled = name;
         if (!spec->alias_of.empty()) name = std::string(spec->alias_of);
         if (spec->value_name.empty()) {
-            if (eq != std::string::npos) throw usage_error("option '" + name + "' takes no value");
-            out.options_.push_back({name, {}});
+            if (eq != std::string::npos)
+                throw usage_error("option '" + spelled + "' takes no value");
+            out.options_.push_back({name, {}, spelled});
         } else if (eq != std::string::npos) {
-            out.options_.push_back({name, arg.substr(eq + 1)});
+            out.options_.push_back({name, arg.substr(eq + 1), spelled});
         } else {
             if (i + 1 >= argv.size())
-                throw usage_error("option '" + name + "' needs a value " +
+                throw usage_error("option '" + spelled + "' needs a value " +
                                   std::string(spec->value_name));
-            out.options_.push_back({name, argv[++i]});
+            out.options_.push_back({name, argv[++i], spelled});
         }
     }
     return out;

@@ -23,7 +23,8 @@ namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 10> simulate_own_options{{
+constexpr std::array<option, 11> simulate_own_options{{
+    transport_option,
     {"--ranks", "P", "pipeline ranks (required with NAME; with --csv: fewer rows is invalid)"},
     {"--microbatches", "M", "microbatches per iteration (required with NAME)"},
     {"--stages-per-rank", "V", "stages per rank (default: the schedule's)"},
@@ -146,7 +147,8 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
     const cost_model& costs = src.costs;
     std::string title = src.title;
 
-    const simulation sim = simulate(o, costs);
+    const simulation sim =
+        simulate(o, costs, ppsched::simulate_options{.transport = read_transport(a)});
     const config cfg = o.cfg();
     title += ": " + std::to_string(cfg.ranks) + " ranks, " + std::to_string(cfg.stages_per_rank) +
              (cfg.stages_per_rank == 1 ? " stage" : " stages") + " per rank, " +

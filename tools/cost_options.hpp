@@ -20,6 +20,7 @@
 #include <ppsched/registry.hpp>
 
 #include "cli.hpp"
+#include "input.hpp"
 
 namespace ppsched::cli {
 
@@ -78,10 +79,12 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
     const auto [end, ec] = std::from_chars(text.data(), last, v);
     // `from_chars` reads "inf" and "nan": refused here like every non-finite cost (the cost
     // model's own check says the same for cost files).
-    if (text.empty() || ec != std::errc{} || end != last || !(v >= 0) ||
-        !(v <= std::numeric_limits<double>::max()))
-        throw usage_error(std::string(what) + " expects a finite non-negative number, got '" +
+    if (text.empty() || ec != std::errc{} || end != last || !(v >= 0))
+        throw usage_error(std::string(what) + " expects a non-negative number, got '" +
                           printable(text) + "'");
+    if (!(v <= std::numeric_limits<double>::max()))
+        throw usage_error(std::string(what) + " expects a non-negative number, got '" +
+                          printable(text) + "' (costs must be finite)");
     return v;
 }
 
@@ -89,7 +92,9 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
 /// Throws `parse_error` for a bad file and `usage_error` for a bad flag.
 [[nodiscard]] inline cost_model read_cost_options(const args& a) {
     cost_model c;
-    if (auto file = a.value("--costs")) c = io::read_cost_json_file(*file);
+    // Read as every input is (a directory, an empty file and '-' handled alike).
+    if (auto file = a.value("--costs"))
+        c = io::read_cost_json(read_input(*file), source_name(*file));
     const std::array<std::pair<std::string_view, std::optional<double> stage_costs::*>, 9> flags{
         {{"--f", &stage_costs::forward},
          {"--i", &stage_costs::backward_input},
@@ -107,7 +112,7 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
             for (auto& s : c.per_stage) s.*field = std::nullopt;
         }
     }
-    if (auto v = a.value("--p2p")) c.p2p_latency = parse_number(*v, "--p2p");
+    if (auto v = a.value("--p2p")) c.p2p_latency = parse_number(*v, a.spelling("--p2p"));
     if (auto v = a.value("--transfer")) c.p2p_transfer = parse_number(*v, "--transfer");
     if (auto v = a.value("--i-frees")) {
         c.input_grad_frees = parse_number(*v, "--i-frees");

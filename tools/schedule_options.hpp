@@ -224,7 +224,7 @@ inline constexpr option planning_options[] = {
     auto number = [&a](std::string_view name) -> std::optional<double> {
         const auto text = a.value(name);
         if (!text) return std::nullopt;
-        return parse_number(*text, name);
+        return parse_number(*text, a.spelling(name));
     };
     const auto f = number("--f"), i = number("--i"), w = number("--w"), comm = number("--p2p");
     if (f || i || w || comm) {

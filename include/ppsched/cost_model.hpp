@@ -153,11 +153,12 @@ struct cost_model {
                              r.overlap_f_b.value_or(0.0), r.unshard, r.reduce_grad, r.activation,
                              r.parameters})
                 largest = v > largest ? v : largest;
-            // An unset overlap is the sum of its parts.
-            largest = r.forward + r.full_backward > largest ? r.forward + r.full_backward : largest;
+            // An unset overlap is the sum of its parts (halved: the sum itself may overflow).
+            const double half_pair = r.forward / 2 + r.full_backward / 2;
+            largest = half_pair > largest ? half_pair : largest;
         }
         const double count = static_cast<double>(actions) + static_cast<double>(stages) + 1;
-        PPSCHED_EXPECTS(largest <= max_value / (2 * count), "ppsched::cost_model: costs up to ",
+        PPSCHED_EXPECTS(largest <= max_value / (4 * count), "ppsched::cost_model: costs up to ",
                         largest, " over ", actions,
                         " actions could overflow the totals (every cost times the number of "
                         "actions must stay below 1e308)");
