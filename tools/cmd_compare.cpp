@@ -103,6 +103,7 @@ std::string text_report(int p, int m, const std::optional<double>& limit,
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out += line + "\n";
     }
+    out += memory_unit_note;
     if (!rejected.empty()) {
         out += "\nnot applicable:\n";
         for (const auto& r : rejected) out += "  " + r.schedule + ": " + r.reason + "\n";

@@ -94,6 +94,7 @@ std::string text_report(const std::string& title, const simulation& sim) {
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out += line + "\n";
     }
+    out += memory_unit_note;
     return out;
 }
 

@@ -153,6 +153,11 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
     return c;
 }
 
+/// The line every text report with memory columns ends its table with: the one memory unit.
+inline constexpr std::string_view memory_unit_note =
+    "  memory: in memory units (--activation, --parameters; default 1 = one microbatch's "
+    "activations of one stage)\n";
+
 /// A number for people: up to 6 significant digits (`12.5`, `0.333333`).
 [[nodiscard]] inline std::string format_number(double v) {
     std::array<char, 64> buf{};

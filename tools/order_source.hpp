@@ -108,6 +108,16 @@ struct sourced_order {
     if (static_cast<long long>(out.o.action_count()) > max_actions)
         throw usage_error("the order has " + std::to_string(out.o.action_count()) +
                           " actions, more than --max-actions " + std::to_string(max_actions));
+    // A per-stage cost array is for one order's stages: any other length is a mistake (a
+    // file written for another stage count), not something to pad with the uniform values.
+    if (!out.costs.per_stage.empty() &&
+        out.costs.per_stage.size() != static_cast<std::size_t>(out.o.cfg().num_stages()))
+        throw usage_error(
+            "the cost file gives " + std::to_string(out.costs.per_stage.size()) +
+            " per-stage entries but the order has " + std::to_string(out.o.cfg().num_stages()) +
+            " stages (ranks x stages per rank; with the dual placement stage i is the i-th "
+            "stage of the first pipeline for i < P*V/2 and of the second after it, see "
+            "docs/simulation.md)");
     if (max_boxes > 0 && static_cast<long long>(out.o.action_count()) > max_boxes)
         throw usage_error(too_many_boxes(static_cast<long long>(out.o.action_count()), max_boxes));
     // An order that deadlocks cannot be lowered; it is timed as it is, and the simulation

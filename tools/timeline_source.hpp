@@ -174,6 +174,7 @@ inline std::string describe_costs(const cost_model& costs) {
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out += line + "\n";
     }
+    out += memory_unit_note;
     return out;
 }
 

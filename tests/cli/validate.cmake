@@ -78,3 +78,15 @@ ppsched_cli_test(simulate_rendezvous_eager_ok 0 STDOUT_HAS "makespan"
 # The issue's two silent acceptances: a dropped backward and a lost last row.
 ppsched_cli_test(simulate_dropped_backward 1 STDERR_HAS "[missing_backward]"
                  ARGS simulate --csv ${data}/dropped_backward.csv)
+# A per-stage cost array must have one entry per stage of the order.
+ppsched_cli_test(simulate_per_stage_wrong_length 2 STDERR_HAS "3 per-stage entries but the order has 2 stages"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 2 --costs ${data}/costs_three_stages.json)
+ppsched_cli_test(render_per_stage_wrong_length 2 STDERR_HAS "per-stage entries"
+                 ARGS render --csv ${data}/good_lf.csv --costs ${data}/costs_three_stages.json --output -)
+ppsched_cli_test(simulate_per_stage_right_length 0 STDOUT_HAS "makespan"
+                 ARGS simulate 1F1B --ranks 3 --microbatches 3 --costs ${data}/costs_three_stages.json)
+# Memory is reported in one unit, named.
+ppsched_cli_test(simulate_memory_unit 0 STDOUT_HAS "memory: in memory units"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 2)
+ppsched_cli_test(compare_memory_unit 0 STDOUT_HAS "memory: in memory units"
+                 ARGS compare --ranks 2 --microbatches 4)
