@@ -151,7 +151,7 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
     if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
     const std::string format = a.value("--format").value_or("text");
     if (format != "text" && format != "json" && format != "none")
-        throw usage_error("--format must be text, json or none, got '" + format + "'");
+        throw usage_error("--format must be text, json or none, got '" + printable(format) + "'");
     const int p = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
     const int m = static_cast<int>(a.integer("--microbatches", 1, 1LL << 30, 1));
     int v_min = 1, v_max = static_cast<int>(a.integer("--max-stages-per-rank", 1, 64, 4));

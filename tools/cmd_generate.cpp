@@ -70,14 +70,15 @@ int cmd_generate(std::span<const std::string> argv, output& out) {
     a.expect_positionals(1, 1, "NAME");
     const schedule_entry* found = builtin_schedules().find(a.positionals()[0]);
     if (found == nullptr)
-        throw usage_error("unknown schedule '" + a.positionals()[0] +
+        throw usage_error("unknown schedule '" + printable(a.positionals()[0]) +
                           "'; 'ppsched schedules' lists them");
     const schedule_entry& entry = *found;
     if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
     if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
     const std::string format = a.value("--format").value_or("csv");
     if (format != "csv" && format != "table" && format != "none")
-        throw usage_error("--format must be csv or table (or none), got '" + format + "'");
+        throw usage_error("--format must be csv or table (or none), got '" + printable(format) +
+                          "'");
 
     constexpr long long max_int = 1LL << 30;
     config cfg;

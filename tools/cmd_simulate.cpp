@@ -140,7 +140,7 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
     }
     const std::string format = a.value("--format").value_or("text");
     if (format != "text" && format != "json" && format != "none")
-        throw usage_error("--format must be text, json or none, got '" + format + "'");
+        throw usage_error("--format must be text, json or none, got '" + printable(format) + "'");
     if (a.has("--timeline") && format != "json")
         throw usage_error("--timeline needs --format json");
     sourced_order src = load_order(a);

@@ -73,7 +73,7 @@ struct sourced_order {
             throw usage_error("--placement needs --csv (a schedule has its own placement)");
         const schedule_entry* found = builtin_schedules().find(a.positionals()[0]);
         if (found == nullptr)
-            throw usage_error("unknown schedule '" + a.positionals()[0] +
+            throw usage_error("unknown schedule '" + printable(a.positionals()[0]) +
                               "'; 'ppsched schedules' lists them");
         if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
         if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
