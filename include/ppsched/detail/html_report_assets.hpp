@@ -574,13 +574,23 @@ function draw() {
     ctx.beginPath(); ctx.moveTo(X(S.makespan), L.rowsTop - 4); ctx.lineTo(X(S.makespan), L.rowsBottom + 4);
     ctx.stroke(); ctx.setLineDash([]);
     // Problems: a red mark where each stuck or failing rank stopped, and its failing step.
+    const marked = new Set();
     for (const p of S.problems) {
       if (p.rank < 0 || p.rank >= S.ranks) continue;
       const ry = L.rowsTop + p.rank * L.row, x = X(p.time);
-      ctx.fillStyle = '#c0392b';
-      ctx.beginPath(); ctx.moveTo(x, ry); ctx.lineTo(x + 9, ry + L.lane / 2); ctx.lineTo(x, ry + L.lane); ctx.fill();
-      ctx.font = 'bold 11px DejaVu Sans, Verdana, Arial, sans-serif'; ctx.textAlign = 'left'; ctx.textBaseline = 'middle';
-      ctx.fillText(p.message.replace(/^[a-z ]+: /, ''), x + 12, ry + L.lane / 2);
+      if (!marked.has(p.rank)) {
+        // One mark and one line of text per rank (the full list is above the picture).
+        marked.add(p.rank);
+        ctx.fillStyle = '#c0392b';
+        ctx.beginPath(); ctx.moveTo(x, ry); ctx.lineTo(x + 9, ry + L.lane / 2); ctx.lineTo(x, ry + L.lane); ctx.fill();
+        ctx.font = 'bold 11px DejaVu Sans, Verdana, Arial, sans-serif'; ctx.textBaseline = 'middle';
+        const text = p.message.replace(/^[a-z ]+: /, ''), w = ctx.measureText(text).width;
+        const left = x + 14 + w > LEFT + plotW, tx = left ? x - 6 - w : x + 14;
+        ctx.fillStyle = 'rgba(255,255,255,0.85)';
+        ctx.fillRect(tx - 3, ry + L.lane / 2 - 7, w + 6, 14);
+        ctx.fillStyle = '#a61b1b'; ctx.textAlign = 'left';
+        ctx.fillText(text, tx, ry + L.lane / 2);
+      }
       if (p.step >= 0)
         for (let i = S.rankStart[p.rank]; i < S.rankStart[p.rank + 1]; i++)
           if (S.slot[i] === p.step) outline(L, i, '#c0392b', 2.5);
@@ -657,8 +667,9 @@ function hit(x, y) {
     for (; j >= 0; j--) {
       const i = idx[j], a = start(S, i), b = end(S, i);
       if (a < t - S.lanes[r].maxDur[lane] - tol) break;
-      const dist = t < a ? a - t : t > b ? t - b : 0;
-      if (dist <= tol && dist < bestDist) { best = i; bestDist = dist; if (dist === 0) break; }
+      // The nearest; among those under the pointer, the shortest (receives may overlap).
+      const dist = (t < a ? a - t : t > b ? t - b : 0) * 1e6 + (b - a);
+      if (dist <= tol * 1e6 + (b - a) && dist < bestDist) { best = i; bestDist = dist; }
     }
     return best === null ? null : { L: L, S: S, i: best };
   }

@@ -360,7 +360,8 @@ namespace ppsched::io {
             const config& c = schedules[0].cfg;
             title = (schedules[0].name.empty() ? std::string("pipeline") : schedules[0].name) +
                     ": " + std::to_string(c.ranks) + " ranks, " +
-                    std::to_string(c.stages_per_rank) + " stages per rank, " +
+                    std::to_string(c.stages_per_rank) +
+                    (c.stages_per_rank == 1 ? " stage per rank, " : " stages per rank, ") +
                     std::to_string(c.microbatches) + " microbatches";
         } else {
             title = std::to_string(schedules.size()) + " schedules on one time axis";
