@@ -111,6 +111,8 @@ function chunkColor(k, chunk, chunks) {
   return c.map(v => v + Math.floor((255 - v) * t + 0.5));
 }
 const css = c => 'rgb(' + c[0] + ',' + c[1] + ',' + c[2] + ')';
+// A colour as one pixel of an ImageData (bytes R, G, B, A in memory: little-endian ABGR).
+const packed = (r, g, b) => (0xff000000 | (b << 16) | (g << 8) | r) >>> 0;
 
 function loadSchedule(d, si) {
   const S = Object.assign({}, d);
@@ -127,6 +129,7 @@ function loadSchedule(d, si) {
     S.colors.push([]);
     for (let ch = 0; ch < V; ch++) S.colors[k].push(k <= K_O ? chunkColor(k, ch, V) : BASE[k]);
   }
+  S.packed = S.colors.map(row => row.map(c => packed(c[0], c[1], c[2])));
   S.rankOf = new Uint32Array(n);
   // Lanes: per rank, the action indices of each stream; starts never decrease along a lane
   // (each stream runs its actions in the rank's order), which the binary searches rely on.
@@ -151,8 +154,28 @@ function loadSchedule(d, si) {
         }
     }
     if (cnt[1] + cnt[2] > 0) S.hasComm = true;
-    S.lanes.push({ idx: L, maxDur: maxDur });
+    // What drawing reads, contiguous per lane: start, end and palette entry of each action.
+    const st = [], en = [], pal = [];
+    for (let l = 0; l < 3; l++) {
+      const idx = L[l], m = idx.length;
+      const s0 = new Float64Array(m), e0 = new Float64Array(m), p0 = new Uint16Array(m);
+      for (let j = 0; j < m; j++) {
+        const i = idx[j];
+        s0[j] = S.T[S.t0[i]]; e0[j] = S.T[S.t1[i]];
+        p0[j] = S.kind[i] * V + Math.min(S.stageChunk[S.stage[i]], V - 1);
+      }
+      st.push(s0); en.push(e0); pal.push(p0);
+    }
+    S.lanes.push({ idx: L, maxDur: maxDur, st: st, en: en, pal: pal });
   }
+  // The palette: entry k * V + chunk.
+  S.palR = new Float64Array(12 * V); S.palG = new Float64Array(12 * V);
+  S.palB = new Float64Array(12 * V); S.palP = new Uint32Array(12 * V);
+  for (let k = 0; k < 12; k++)
+    for (let ch = 0; ch < V; ch++) {
+      const c = S.colors[k][ch], e = k * V + ch;
+      S.palR[e] = c[0]; S.palG[e] = c[1]; S.palB[e] = c[2]; S.palP[e] = packed(c[0], c[1], c[2]);
+    }
   S.memory = memoryCurves(S);
   S.memMax = 0;
   for (const m of S.memory) S.memMax = Math.max(S.memMax, m.max);
@@ -342,7 +365,7 @@ function computeLayout() {
 }
 
 function resize() {
-  const dpr = window.devicePixelRatio || 1;
+  dpr = window.devicePixelRatio || 1;
   W = Math.max(480, canvas.parentElement.clientWidth);
   H = computeLayout();
   plotW = W - LEFT - RIGHT;
@@ -356,17 +379,54 @@ const X = t => LEFT + (t - v0) * plotW / (v1 - v0);
 const timeAt = x => v0 + (x - LEFT) * (v1 - v0) / plotW;
 
 // ---- drawing -------------------------------------------------------------------------------
-// Level of detail: boxes at least 3 px wide are drawn one by one; narrower ones are summed into
-// pixel columns (colour weighted by the time each covers, blended with the idle grey by how
-// much of the column is busy), and runs of equal columns are drawn as one rectangle. A frame
-// therefore costs O(visible actions) arithmetic but only O(pixels) drawing calls.
+// Level of detail: the boxes of a panel are painted into a pixel buffer (one fill per box row,
+// no canvas call per box), which is then drawn in one call. Boxes at least 4 px wide are
+// painted one by one; narrower ones are summed into pixel columns (colour weighted by the time
+// each covers, blended with the idle grey by how much of the column is busy). A frame costs
+// O(visible actions + pixels), whatever the zoom.
 let colR = new Float64Array(0), colG, colB, colW;
+let off = null, offCtx = null, img = null, pix = null, dpr = 1;
+let bufW = 0, bufTop = 0, bufH = 0;
+const labelsToDraw = [];
 function ensureColumns() {
   if (colR.length !== plotW + 2) {
     const n = plotW + 2;
     colR = new Float64Array(n); colG = new Float64Array(n); colB = new Float64Array(n);
     colW = new Float64Array(n);
   }
+}
+// Starts painting the rows of a panel: [top, top + height) in CSS pixels.
+function beginBuffer(top, height) {
+  bufW = Math.max(1, Math.round(plotW * dpr));
+  bufH = Math.max(1, Math.round(height * dpr));
+  bufTop = top;
+  if (!img || img.width !== bufW || img.height < bufH) {
+    off = document.createElement('canvas');
+    off.width = bufW; off.height = bufH;
+    offCtx = off.getContext('2d');
+    img = offCtx.createImageData(bufW, bufH);
+    pix = new Uint32Array(img.data.buffer);
+  }
+  pix.fill(0, 0, bufW * bufH);
+  labelsToDraw.length = 0;
+}
+function endBuffer() {
+  offCtx.putImageData(img, 0, 0, 0, 0, bufW, bufH);
+  ctx.drawImage(off, 0, 0, bufW, bufH, LEFT, bufTop, bufW / dpr, bufH / dpr);
+  ctx.font = '11px DejaVu Sans, Verdana, Arial, sans-serif';
+  ctx.textAlign = 'center'; ctx.textBaseline = 'middle';
+  for (const l of labelsToDraw) { ctx.fillStyle = l[3]; ctx.fillText(l[0], l[1], l[2]); }
+}
+// Paints [x0, x1) x [y, y + h) (CSS pixels, x from the plot's left edge) in `colour`.
+function paint(x0, x1, y, h, colour) {
+  let a = Math.round(x0 * dpr), b = Math.round(x1 * dpr);
+  if (b <= a) b = a + 1;
+  if (a < 0) a = 0;
+  if (b > bufW) b = bufW;
+  if (a >= b) return;
+  const r0 = Math.max(0, Math.round((y - bufTop) * dpr));
+  const r1 = Math.min(bufH, Math.round((y + h - bufTop) * dpr));
+  for (let r = r0; r < r1; r++) pix.fill(colour, r * bufW + a, r * bufW + b);
 }
 
 function lowerBound(S, idx, t) {
@@ -375,58 +435,56 @@ function lowerBound(S, idx, t) {
   return lo;
 }
 
-function drawLane(S, idx, maxDur, y, h, labels, minW) {
-  if (idx.length === 0) return;
+function drawLane(S, lane, l, y, h, labels, minW) {
+  const idx = lane.idx[l], st = lane.st[l], en = lane.en[l], pal = lane.pal[l], n = st.length;
+  if (n === 0) return;
   ensureColumns();
-  const scale = plotW / (v1 - v0);
-  let cmin = Infinity, cmax = -1;
-  ctx.font = '11px DejaVu Sans, Verdana, Arial, sans-serif';
-  ctx.textAlign = 'center';
-  ctx.textBaseline = 'middle';
-  for (let j = lowerBound(S, idx, v0 - maxDur); j < idx.length; j++) {
-    const i = idx[j], a = S.T[S.t0[i]];
+  const scale = plotW / (v1 - v0), from = v0 - lane.maxDur[l];
+  const palR = S.palR, palG = S.palG, palB = S.palB, palP = S.palP;
+  let lo = 0, hi = n;
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (st[mid] < from) lo = mid + 1; else hi = mid; }
+  let cmin = plotW, cmax = -1;
+  for (let j = lo; j < n; j++) {
+    const a = st[j];
     if (a > v1) break;
-    const b = S.T[S.t1[i]];
+    const b = en[j];
     if (b < v0) continue;
-    let x0 = LEFT + (a - v0) * scale, x1 = LEFT + (b - v0) * scale;
+    let x0 = (a - v0) * scale, x1 = (b - v0) * scale;
     if (x1 - x0 < minW) { const c = (x0 + x1) / 2; x0 = c - minW / 2; x1 = c + minW / 2; }
-    const col = colorOf(S, i);
-    if (x1 - x0 >= 3) {
+    const e = pal[j];
+    if (x1 - x0 >= 4) {
       const gap = x1 - x0 >= 8 ? 1 : 0;
-      ctx.fillStyle = css(col);
-      ctx.fillRect(x0, y, x1 - x0 - gap, h);
-      if (labels && h >= 12) {
-        const k = S.kind[i];
+      paint(x0, x1 - gap, y, h, palP[e]);
+      if (labels && h >= 12 && x1 - x0 >= 11) {
+        const i = idx[j], k = S.kind[i];
         const text = k === K_O ? S.mb[i] + '|' + S.mb2[i] : String(S.mb[i]);
-        if (text.length * 7 + 4 <= x1 - x0 - gap) {
-          ctx.fillStyle = 0.299 * col[0] + 0.587 * col[1] + 0.114 * col[2] < 150 ? '#fff' : '#222';
-          ctx.fillText(text, (x0 + x1 - gap) / 2, y + h / 2 + 0.5);
-        }
+        if (text.length * 7 + 4 <= x1 - x0 - gap)
+          labelsToDraw.push([text, LEFT + (x0 + x1 - gap) / 2, y + h / 2 + 0.5,
+            0.299 * palR[e] + 0.587 * palG[e] + 0.114 * palB[e] < 150 ? '#fff' : '#222']);
       }
       continue;
     }
-    const c0 = Math.max(0, Math.floor(x0 - LEFT)), c1 = Math.min(plotW, Math.ceil(x1 - LEFT));
-    for (let c = c0; c < c1; c++) {
-      const cover = Math.min(x1 - LEFT, c + 1) - Math.max(x0 - LEFT, c);
+    // A narrow box: its time goes to the one to four columns it covers.
+    let c = x0 > 0 ? Math.floor(x0) : 0;
+    const end = x1 < plotW ? x1 : plotW;
+    if (c < cmin) cmin = c;
+    for (; c < end; c++) {
+      const cover = (x1 < c + 1 ? x1 : c + 1) - (x0 > c ? x0 : c);
       if (cover <= 0) continue;
-      colR[c] += col[0] * cover; colG[c] += col[1] * cover; colB[c] += col[2] * cover;
+      colR[c] += palR[e] * cover; colG[c] += palG[e] * cover; colB[c] += palB[e] * cover;
       colW[c] += cover;
     }
-    if (c0 < cmin) cmin = c0;
-    if (c1 > cmax) cmax = c1;
+    if (c > cmax) cmax = c;
   }
-  if (cmax < 0) return;
-  let runStart = -1, runColor = '';
-  const flush = c => { if (runStart >= 0) { ctx.fillStyle = runColor; ctx.fillRect(LEFT + runStart, y, c - runStart, h); } };
-  for (let c = cmin; c <= cmax; c++) {
-    let color = '';
-    if (c < cmax && colW[c] > 0) {
-      const w = colW[c], cover = Math.min(1, w), q = v => Math.round(v / 8) * 8;
-      const mix = (sum, bg) => q(Math.min(255, (sum / w) * cover + bg * (1 - cover)));
-      color = 'rgb(' + mix(colR[c], IDLE[0]) + ',' + mix(colG[c], IDLE[1]) + ',' + mix(colB[c], IDLE[2]) + ')';
-      colR[c] = colG[c] = colB[c] = colW[c] = 0;
-    }
-    if (color !== runColor) { if (runColor) flush(c); runStart = color ? c : -1; runColor = color; }
+  for (let c = cmin; c < cmax && c < plotW; c++) {
+    const w = colW[c];
+    if (w <= 0) continue;
+    const cover = w < 1 ? w : 1, keep = 1 - cover;
+    const r = Math.min(255, (colR[c] / w) * cover + IDLE[0] * keep) | 0;
+    const g = Math.min(255, (colG[c] / w) * cover + IDLE[1] * keep) | 0;
+    const b = Math.min(255, (colB[c] / w) * cover + IDLE[2] * keep) | 0;
+    paint(c, c + 1, y, h, packed(r, g, b));
+    colR[c] = colG[c] = colB[c] = colW[c] = 0;
   }
 }
 
@@ -556,19 +614,22 @@ function draw() {
     const bad = new Set(S.problems.filter(p => p.rank >= 0).map(p => p.rank));
     ctx.save();
     ctx.beginPath(); ctx.rect(LEFT, L.rowsTop - 2, plotW, L.rowsBottom - L.rowsTop + 4); ctx.clip();
+    beginBuffer(L.rowsTop, L.rowsBottom - L.rowsTop);
+    const idle = packed(IDLE[0], IDLE[1], IDLE[2]), commIdle = packed(0xf5, 0xf5, 0xf5);
     for (let r = 0; r < S.ranks; r++) {
       const ry = L.rowsTop + r * L.row;
-      const x0 = Math.max(X(0), LEFT - 1), x1 = Math.min(X(S.makespan), LEFT + plotW + 1);
-      ctx.fillStyle = css(IDLE); ctx.fillRect(x0, ry, x1 - x0, L.lane);
-      if (L.comm) { ctx.fillStyle = '#f5f5f5'; ctx.fillRect(x0, ry + L.lane + 1, x1 - x0, L.comm); }
+      const x0 = Math.max(X(0), LEFT - 1) - LEFT, x1 = Math.min(X(S.makespan), LEFT + plotW + 1) - LEFT;
+      paint(x0, x1, ry, L.lane, idle);
+      if (L.comm) paint(x0, x1, ry + L.lane + 1, L.comm, commIdle);
       const lanes = S.lanes[r];
-      drawLane(S, lanes.idx[0], lanes.maxDur[0], ry, L.lane, true, 1);
+      drawLane(S, lanes, 0, ry, L.lane, true, 1);
       if (L.comm) {
         const hh = L.comm / 2;
-        drawLane(S, lanes.idx[1], lanes.maxDur[1], ry + L.lane + 1, hh, false, 1.5);
-        drawLane(S, lanes.idx[2], lanes.maxDur[2], ry + L.lane + 1 + hh, hh, false, 1);
+        drawLane(S, lanes, 1, ry + L.lane + 1, hh, false, 1.5);
+        drawLane(S, lanes, 2, ry + L.lane + 1 + hh, hh, false, 1);
       }
     }
+    endBuffer();
     // The makespan, dashed.
     ctx.strokeStyle = '#b03a2e'; ctx.lineWidth = 1.5; ctx.setLineDash([4, 3]);
     ctx.beginPath(); ctx.moveTo(X(S.makespan), L.rowsTop - 4); ctx.lineTo(X(S.makespan), L.rowsBottom + 4);
@@ -905,7 +966,10 @@ resize();
 // For tests and scripts: the data and a few questions about the drawing.
 window.ppsched = {
   schedules: SCHED,
-  loadMs: performance.now() - t_begin,
+  scriptMs: performance.now() - t_begin, // parsing the data, building the lanes, first frame
+  readyAt: performance.now(),             // since the navigation started
+  // One full frame drawn now, in ms (what a pan or zoom step costs).
+  timeDraw: () => { const t = performance.now(); draw(); return performance.now() - t; },
   actionName: (s, i) => actionName(SCHED[s], i),
   memoryMax: (s, r) => SCHED[s].memory[r].max,
   find: (s, rank, name) => {
