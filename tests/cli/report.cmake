@@ -36,3 +36,11 @@ foreach(part compare lowered deadlock)
   set_tests_properties(browser.report_${part} PROPERTIES LABELS browser SKIP_RETURN_CODE 77
                        TIMEOUT 180)
 endforeach()
+
+# `render --memory`: the memory chart under the SVG timeline.
+ppsched_cli_test(render_memory 0 STDOUT_HAS "activation memory per rank (peak 4)"
+                 ARGS render 1F1B --ranks 4 --microbatches 8 --memory --memory-limit 5 --output -)
+ppsched_cli_test(render_memory_limit_alone 2 STDERR_HAS "--memory-limit needs --memory"
+                 ARGS render 1F1B --ranks 4 --microbatches 8 --memory-limit 5 --output -)
+ppsched_cli_test(render_memory_steps 2 STDERR_HAS "not --steps"
+                 ARGS render 1F1B --ranks 4 --microbatches 8 --memory --steps --output -)

@@ -22,6 +22,9 @@ struct memory_point {
     friend constexpr bool operator==(const memory_point&, const memory_point&) noexcept = default;
 };
 
+/// Each rank's memory curve, by rank.
+using memory_curves = std::vector<std::vector<memory_point>>;
+
 /// Each rank's activation memory as a step function: `result[r]` starts with `{0, 0}` and has
 /// one point per memory change on rank `r` (a forward's start, a backward's end), in time order
 /// (several may share a time).
@@ -29,9 +32,9 @@ struct memory_point {
 /// of `result[r]` equals `sim.ranks[r].peak_activations` exactly. Actions that did not run are
 /// left out. Requires `sim` to have its timeline (`simulate_options::timeline`) and `costs` to
 /// be the costs it was simulated with. Complexity: O(actions).
-[[nodiscard]] constexpr std::vector<std::vector<memory_point>>
-memory_timeline(const simulation& sim, const cost_model& costs) {
-    std::vector<std::vector<memory_point>> out(sim.ranks.size());
+[[nodiscard]] constexpr memory_curves memory_timeline(const simulation& sim,
+                                                      const cost_model& costs) {
+    memory_curves out(sim.ranks.size());
     for (auto& curve : out) curve.push_back({0, 0});
     std::vector<double> held(sim.ranks.size(), 0.0);
     const double frees_by_i = costs.input_grad_frees;
