@@ -8,7 +8,7 @@ own writer.
 
 Exit status 0 when every check passes, 1 when one fails, 77 (ctest's SKIP_RETURN_CODE) when no
 browser can be found. --screenshot writes the picture of the 4 x 8 report the README shows
-(scripts/update-pictures.sh --report calls it so)."""
+(scripts/update-report-screenshot.sh calls it so)."""
 
 import argparse
 import json
@@ -246,8 +246,14 @@ def test_compare_4x8(d, tool, out, screenshot):
           "%s: descending sort by makespan gave %r" % (label, order))
     # The picture: the critical path of the step highlighted and a tooltip showing.
     d.execute_script("document.getElementById('critical').click()")
-    height = d.execute_script("return document.documentElement.scrollHeight")
-    d.set_window_size(1400, height + 20)
+    # Down to the schedules table: the picture shows the charts and the summary.
+    height = d.execute_script(
+        "return document.getElementById('schedules-table').getBoundingClientRect().bottom"
+        " + window.scrollY + 12")
+    d.set_window_size(1400, int(height))
+    inner = d.execute_script("return window.innerHeight")
+    if inner != int(height):  # the window's frame, if any
+        d.set_window_size(1400, 2 * int(height) - inner)
     d.execute_script("window.scrollTo(0, 0)")
     t = [a for a in sims[1]["timeline"] if a["rank"] == 2][9]
     hover(d, 1, 2, t["action"], t["start"], t["end"], label)
