@@ -408,6 +408,7 @@ function beginBuffer(top, height) {
     pix = new Uint32Array(img.data.buffer);
   }
   pix.fill(0, 0, bufW * bufH);
+  if (laneRow.length !== bufW) laneRow = new Uint32Array(bufW);
   labelsToDraw.length = 0;
 }
 function endBuffer() {
@@ -417,16 +418,21 @@ function endBuffer() {
   ctx.textAlign = 'center'; ctx.textBaseline = 'middle';
   for (const l of labelsToDraw) { ctx.fillStyle = l[3]; ctx.fillText(l[0], l[1], l[2]); }
 }
-// Paints [x0, x1) x [y, y + h) (CSS pixels, x from the plot's left edge) in `colour`.
-function paint(x0, x1, y, h, colour) {
+// A lane is painted into one row of pixels, then copied to each of its rows: one fill per box.
+let laneRow = new Uint32Array(0);
+// Paints [x0, x1) (CSS pixels from the plot's left edge) of the lane's row in `colour`.
+function paint(x0, x1, colour) {
   let a = Math.round(x0 * dpr), b = Math.round(x1 * dpr);
   if (b <= a) b = a + 1;
   if (a < 0) a = 0;
   if (b > bufW) b = bufW;
-  if (a >= b) return;
+  if (a < b) laneRow.fill(colour, a, b);
+}
+// Copies the lane's row to the rows [y, y + h) (CSS pixels) of the buffer.
+function blitLane(y, h) {
   const r0 = Math.max(0, Math.round((y - bufTop) * dpr));
   const r1 = Math.min(bufH, Math.round((y + h - bufTop) * dpr));
-  for (let r = r0; r < r1; r++) pix.fill(colour, r * bufW + a, r * bufW + b);
+  for (let r = r0; r < r1; r++) pix.set(laneRow, r * bufW);
 }
 
 function lowerBound(S, idx, t) {
@@ -435,9 +441,12 @@ function lowerBound(S, idx, t) {
   return lo;
 }
 
-function drawLane(S, lane, l, y, h, labels, minW) {
+// Draws lane l of a rank at [y, y + h): `bg` from bx0 to bx1 (the rank's span), then its boxes.
+function drawLane(S, lane, l, y, h, labels, minW, bg, bx0, bx1) {
   const idx = lane.idx[l], st = lane.st[l], en = lane.en[l], pal = lane.pal[l], n = st.length;
-  if (n === 0) return;
+  laneRow.fill(0);
+  paint(bx0, bx1, bg);
+  if (n === 0) { blitLane(y, h); return; }
   ensureColumns();
   const scale = plotW / (v1 - v0), from = v0 - lane.maxDur[l];
   const palR = S.palR, palG = S.palG, palB = S.palB, palP = S.palP;
@@ -454,7 +463,7 @@ function drawLane(S, lane, l, y, h, labels, minW) {
     const e = pal[j];
     if (x1 - x0 >= 4) {
       const gap = x1 - x0 >= 8 ? 1 : 0;
-      paint(x0, x1 - gap, y, h, palP[e]);
+      paint(x0, x1 - gap, palP[e]);
       if (labels && h >= 12 && x1 - x0 >= 11) {
         const i = idx[j], k = S.kind[i];
         const text = k === K_O ? S.mb[i] + '|' + S.mb2[i] : String(S.mb[i]);
@@ -483,9 +492,10 @@ function drawLane(S, lane, l, y, h, labels, minW) {
     const r = Math.min(255, (colR[c] / w) * cover + IDLE[0] * keep) | 0;
     const g = Math.min(255, (colG[c] / w) * cover + IDLE[1] * keep) | 0;
     const b = Math.min(255, (colB[c] / w) * cover + IDLE[2] * keep) | 0;
-    paint(c, c + 1, y, h, packed(r, g, b));
+    paint(c, c + 1, packed(r, g, b));
     colR[c] = colG[c] = colB[c] = colW[c] = 0;
   }
+  blitLane(y, h);
 }
 
 function drawMemory(L) {
@@ -619,14 +629,12 @@ function draw() {
     for (let r = 0; r < S.ranks; r++) {
       const ry = L.rowsTop + r * L.row;
       const x0 = Math.max(X(0), LEFT - 1) - LEFT, x1 = Math.min(X(S.makespan), LEFT + plotW + 1) - LEFT;
-      paint(x0, x1, ry, L.lane, idle);
-      if (L.comm) paint(x0, x1, ry + L.lane + 1, L.comm, commIdle);
       const lanes = S.lanes[r];
-      drawLane(S, lanes, 0, ry, L.lane, true, 1);
+      drawLane(S, lanes, 0, ry, L.lane, true, 1, idle, x0, x1);
       if (L.comm) {
         const hh = L.comm / 2;
-        drawLane(S, lanes, 1, ry + L.lane + 1, hh, false, 1.5);
-        drawLane(S, lanes, 2, ry + L.lane + 1 + hh, hh, false, 1);
+        drawLane(S, lanes, 1, ry + L.lane + 1, hh, false, 1.5, commIdle, x0, x1);
+        drawLane(S, lanes, 2, ry + L.lane + 1 + hh, L.comm - hh, false, 1, commIdle, x0, x1);
       }
     }
     endBuffer();
