@@ -146,11 +146,13 @@ int cmd_report(std::span<const std::string> argv, output& out) {
             if (++shown > 20) break;
             s.problems.push_back({x.rank, x.step, describe(x)});
         }
-        const std::string title = s.name + " (" + std::to_string(s.cfg.ranks) + " ranks, " +
-                                  std::to_string(s.cfg.stages_per_rank) +
-                                  (s.cfg.stages_per_rank == 1 ? " stage" : " stages") +
-                                  " per rank, " + std::to_string(s.cfg.microbatches) +
-                                  " microbatches" + (s.sim.lowered ? ", lowered" : "") + ")";
+        auto count = [](int n, const char* one, const char* many) {
+            return std::to_string(n) + " " + (n == 1 ? one : many);
+        };
+        const std::string title = s.name + " (" + count(s.cfg.ranks, "rank", "ranks") + ", " +
+                                  count(s.cfg.stages_per_rank, "stage", "stages") + " per rank, " +
+                                  count(s.cfg.microbatches, "microbatch", "microbatches") +
+                                  (s.sim.lowered ? ", lowered" : "") + ")";
         if (s.sim)
             summary += title + ": makespan " + format_number(s.sim.makespan) + ", bubble " +
                        format_number(100 * s.sim.bubble_fraction) + " %\n";

@@ -513,7 +513,7 @@ function drawMemory(L) {
   ctx.font = '11px DejaVu Sans, Verdana, Arial, sans-serif'; ctx.textAlign = 'right';
   ctx.fillStyle = '#555';
   ctx.textBaseline = 'middle';
-  ctx.fillText(fmt(S.memMax), LEFT - 8, Y(S.memMax));
+  if (S.memMax > 0) ctx.fillText(fmt(S.memMax), LEFT - 8, Y(S.memMax));
   ctx.fillText('0', LEFT - 8, top + h - 2);
   ctx.save();
   ctx.beginPath(); ctx.rect(LEFT, top, plotW, h); ctx.clip();
@@ -593,9 +593,9 @@ function draw() {
     ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';
     ctx.fillStyle = S.status === 'ok' ? '#222' : '#a61b1b';
     ctx.font = 'bold 14px DejaVu Sans, Verdana, Arial, sans-serif';
-    const head = S.name + ' \u2014 ' + S.ranks + ' ranks, ' + S.stagesPerRank +
-      (S.stagesPerRank === 1 ? ' stage' : ' stages') + ' per rank, ' + S.microbatches +
-      ' microbatches' + (S.lowered ? ', lowered' : '') + (S.steps ? ', step layout' : '') +
+    const head = S.name + ' \u2014 ' + S.ranks + (S.ranks === 1 ? ' rank, ' : ' ranks, ') +
+      S.stagesPerRank + (S.stagesPerRank === 1 ? ' stage' : ' stages') + ' per rank, ' +
+      S.microbatches + (S.microbatches === 1 ? ' microbatch' : ' microbatches') + (S.lowered ? ', lowered' : '') + (S.steps ? ', step layout' : '') +
       (S.status !== 'ok' ? ' \u2014 ' + S.status.toUpperCase() : '');
     ctx.fillText(head, 10, L.top + 15);
     ctx.font = '12px DejaVu Sans, Verdana, Arial, sans-serif'; ctx.fillStyle = '#444';

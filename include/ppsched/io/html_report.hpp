@@ -358,11 +358,13 @@ namespace ppsched::io {
     if (title.empty()) {
         if (schedules.size() == 1) {
             const config& c = schedules[0].cfg;
+            auto count = [](int n, const char* one, const char* many) {
+                return std::to_string(n) + (n == 1 ? one : many);
+            };
             title = (schedules[0].name.empty() ? std::string("pipeline") : schedules[0].name) +
-                    ": " + std::to_string(c.ranks) + " ranks, " +
-                    std::to_string(c.stages_per_rank) +
-                    (c.stages_per_rank == 1 ? " stage per rank, " : " stages per rank, ") +
-                    std::to_string(c.microbatches) + " microbatches";
+                    ": " + count(c.ranks, " rank, ", " ranks, ") +
+                    count(c.stages_per_rank, " stage per rank, ", " stages per rank, ") +
+                    count(c.microbatches, " microbatch", " microbatches");
         } else {
             title = std::to_string(schedules.size()) + " schedules on one time axis";
         }
