@@ -7,7 +7,7 @@ is read from the page (`performance.now()` when its script is done); then full f
 at several zoom levels (what a pan or zoom step costs). Prints the file size, the median and
 every run. Results: docs/performance.md.
 
-  benchmarks/report_load.py --tool build/release/tools/ppsched [--runs 5] [ARGS...]"""
+  benchmarks/report_load.py --tool build/release/tools/ppsched [--runs 5] [-- ARGS...]"""
 
 import argparse
 import os
