@@ -196,3 +196,28 @@ TEST_CASE("a report escapes names so that no text closes its script", "[html_rep
     CHECK(data.find("schedules")->items[0].find("name")->text ==
           "</script><script>alert(1)</script>");
 }
+
+TEST_CASE("a report draws an order the simulator refuses one unit per step", "[html_report]") {
+    // 1F0 on rank 0: stage 1 lives on rank 1, so nothing runs; the failing step is slot 1.
+    const auto o = ppsched::io::read_csv("0F0,1F0,0B0\n1B0,,\n");
+    const report_schedule s = make("invalid", o);
+    REQUIRE(s.sim.status == ppsched::simulation_status::invalid);
+    const json::value data = page_data(write_html_report(s));
+    const json::value& d = data.find("schedules")->items[0];
+    CHECK(d.find("status")->text == "invalid");
+    CHECK(d.find("steps")->boolean);
+    const auto slot = column(*d.find("cols")->find("slot"));
+    const auto t0 = column(*d.find("cols")->find("t0"));
+    const auto t1 = column(*d.find("cols")->find("t1"));
+    const auto times = doubles(*d.find("times"));
+    REQUIRE(slot.size() == 4); // every action, though none ran
+    for (std::size_t i = 0; i < slot.size(); ++i) {
+        CHECK(times[t0[i]] == slot[i]);
+        CHECK(times[t1[i]] == slot[i] + 1.0);
+    }
+    const auto& problems = d.find("problems")->items;
+    REQUIRE(!problems.empty());
+    CHECK(problems[0].find("rank")->number == 0);
+    CHECK(problems[0].find("step")->number == 1);
+    CHECK(problems[0].find("time")->number == 2); // the mark just after the failing step
+}

@@ -293,6 +293,21 @@ def test_deadlock(d, tool, out, data):
           "%s: the waiting ranks are not listed: %r" % (label, problems))
     status = table_rows(d, "schedules-table")[0]["cells"]["status"][1]
     check(status == "deadlock", "%s: status %r" % (label, status))
+    # An order the simulator refuses (1F0 on rank 0): every action drawn at its step, the
+    # failing one named.
+    label = "invalid"
+    csv = os.path.join(out, "wrong_rank.csv")
+    with open(csv, "w") as f:
+        f.write("0F0,1F0,0B0\n1B0,,\n")
+    page = os.path.join(out, "invalid.html")
+    run_tool(tool, ["report", "--csv", csv, "--output", page], 1)
+    check(open_page(d, page), "%s: the page did not get ready" % label)
+    check(not console_errors(d), "%s: console errors: %r" % (label, console_errors(d)))
+    problems = [e.text for e in d.find_elements("css selector", "#problems .problem")]
+    check(any("rank 0 step 1 (1F0)" in p for p in problems),
+          "%s: the failing step is not named: %r" % (label, problems))
+    n = d.execute_script("return window.ppsched.schedules[0].count")
+    check(n == 4, "%s: %r actions drawn, expected the order's 4" % (label, n))
 
 
 def main():

@@ -187,6 +187,10 @@ function loadSchedule(d, si) {
 function memoryCurves(S) {
   const out = [];
   for (let r = 0; r < S.ranks; r++) {
+    if (S.status === 'invalid') { // nothing ran: the step layout has no memory to show
+      out.push({ t: Float64Array.of(0), v: Float64Array.of(0), max: 0 });
+      continue;
+    }
     const a = S.rankStart[r], b = S.rankStart[r + 1];
     const t = [0], v = [0];
     let held = 0, max = 0;
@@ -337,7 +341,7 @@ const tooltip = document.getElementById('tooltip');
 const LEFT = 92, RIGHT = 18, HEAD = 38, AXIS = 16, MEM_H = 110, MEM_GAP = 26, PANEL_GAP = 22;
 let W = 800, H = 400, plotW = 700;
 let span = 1;
-for (const S of SCHED) span = Math.max(span, S.makespan);
+for (const S of SCHED) span = Math.max(span, S.makespan, S.extent);
 let v0 = 0, v1 = span * 1.01;
 let layout = [];
 let highlight = [];   // {S, sel, inputs: [...], path: [...]} per highlighted action
@@ -628,7 +632,8 @@ function draw() {
     const idle = packed(IDLE[0], IDLE[1], IDLE[2]), commIdle = packed(0xf5, 0xf5, 0xf5);
     for (let r = 0; r < S.ranks; r++) {
       const ry = L.rowsTop + r * L.row;
-      const x0 = Math.max(X(0), LEFT - 1) - LEFT, x1 = Math.min(X(S.makespan), LEFT + plotW + 1) - LEFT;
+      const x0 = Math.max(X(0), LEFT - 1) - LEFT;
+      const x1 = Math.min(X(Math.max(S.makespan, S.extent)), LEFT + plotW + 1) - LEFT;
       const lanes = S.lanes[r];
       drawLane(S, lanes, 0, ry, L.lane, true, 1, idle, x0, x1);
       if (L.comm) {

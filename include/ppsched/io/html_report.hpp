@@ -166,15 +166,20 @@ void append_array(std::string& out, const std::vector<T>& items, F&& each) {
 inline void append_schedule(std::string& out, const io::report_schedule& s) {
     const simulation& sim = s.sim;
     const config& cfg = s.cfg;
+    // An order the simulator refused runs no action; it is then drawn one unit per step (its
+    // slot), so that the failing step shows where it is in the rank's row.
+    const bool by_step = sim.status == simulation_status::invalid;
+    auto start_of = [by_step](const timed_action& t) { return by_step ? t.slot : t.start; };
+    auto end_of = [by_step](const timed_action& t) { return by_step ? t.slot + 1.0 : t.end; };
     std::vector<const timed_action*> ran;
     ran.reserve(sim.timeline.size());
     for (const timed_action& t : sim.timeline)
-        if (t.ran && t.rank >= 0 && t.rank < cfg.ranks) ran.push_back(&t);
+        if ((t.ran || by_step) && t.rank >= 0 && t.rank < cfg.ranks) ran.push_back(&t);
     std::vector<double> times;
     times.reserve(ran.size() * 2);
     for (const timed_action* t : ran) {
-        times.push_back(t->start);
-        times.push_back(t->end);
+        times.push_back(start_of(*t));
+        times.push_back(end_of(*t));
     }
     std::sort(times.begin(), times.end());
     times.erase(std::unique(times.begin(), times.end()), times.end());
@@ -194,8 +199,8 @@ inline void append_schedule(std::string& out, const io::report_schedule& s) {
         stage[i] = static_cast<std::uint32_t>(a.stage());
         mb[i] = a.has_microbatch() ? static_cast<std::uint32_t>(a.microbatch()) : 0;
         slot[i] = static_cast<std::uint32_t>(t.slot);
-        t0[i] = time_index(t.start);
-        t1[i] = time_index(t.end);
+        t0[i] = time_index(start_of(t));
+        t1[i] = time_index(end_of(t));
         ++rank_start[static_cast<std::size_t>(t.rank) + 1];
         overlap |= t.act.is_overlap();
     }
@@ -221,7 +226,8 @@ inline void append_schedule(std::string& out, const io::report_schedule& s) {
            ",\"stagesPerRank\":" + std::to_string(cfg.stages_per_rank) +
            ",\"microbatches\":" + std::to_string(cfg.microbatches) + ",\"placement\":";
     append_json_string(out, to_string_view(cfg.placement));
-    out += std::string(",\"steps\":") + (s.steps ? "true" : "false") +
+    out += std::string(",\"steps\":") + (s.steps || by_step ? "true" : "false") +
+           ",\"extent\":" + number(times.empty() ? 0.0 : times.back()) +
            ",\"lowered\":" + (sim.lowered ? "true" : "false") + ",\"status\":\"" +
            (sim.status == simulation_status::ok         ? "ok"
             : sim.status == simulation_status::deadlock ? "deadlock"
@@ -280,6 +286,7 @@ inline void append_schedule(std::string& out, const io::report_schedule& s) {
         double at = 0;
         if (p.rank >= 0 && static_cast<std::size_t>(p.rank) < sim.ranks.size())
             at = sim.ranks[static_cast<std::size_t>(p.rank)].end;
+        if (by_step && p.step >= 0) at = p.step + 1.0; // just after the failing step's box
         out += "{\"rank\":" + std::to_string(p.rank) + ",\"step\":" + std::to_string(p.step) +
                ",\"time\":" + number(at) + ",\"message\":";
         append_json_string(out, p.message);
