@@ -143,6 +143,30 @@ def hover(d, s, rank, name, want_start, want_end, label):
     return text
 
 
+def check_zoom_and_pan(d, label):
+    """The wheel zooms in around the pointer, a drag pans, `0` shows everything again."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
+    canvas = d.find_element("id", "chart")
+    full = d.execute_script("return window.ppsched.view()")
+    ActionChains(d).scroll_from_origin(ScrollOrigin.from_element(canvas, 0, -100), 0, -400).perform()
+    time.sleep(0.1)
+    zoomed = d.execute_script("return window.ppsched.view()")
+    check(zoomed[1] - zoomed[0] < 0.8 * (full[1] - full[0]),
+          "%s: the wheel did not zoom in: %r -> %r" % (label, full, zoomed))
+    ActionChains(d).move_to_element_with_offset(canvas, 0, -100).click_and_hold() \
+        .move_by_offset(-150, 0).release().perform()
+    time.sleep(0.1)
+    panned = d.execute_script("return window.ppsched.view()")
+    check(panned[0] > zoomed[0] and abs((panned[1] - panned[0]) - (zoomed[1] - zoomed[0])) < 1e-6,
+          "%s: dragging left did not pan right: %r -> %r" % (label, zoomed, panned))
+    ActionChains(d).send_keys("0").perform()
+    time.sleep(0.1)
+    back = d.execute_script("return window.ppsched.view()")
+    check(abs(back[1] - full[1]) < 1e-9 and abs(back[0] - full[0]) < 1e-9,
+          "%s: '0' did not show everything again: %r" % (label, back))
+
+
 def check_critical_path(d, s, sim, label):
     """The critical path from the last action runs back in time to an action that starts at 0,
     each step ending no later than the next one starts."""
@@ -244,6 +268,7 @@ def test_compare_4x8(d, tool, out, screenshot):
     order = [r["cells"]["makespan"][0] for r in table_rows(d, "schedules-table")]
     check([float(x) for x in order] == sorted((s["makespan"] for s in sims), reverse=True),
           "%s: descending sort by makespan gave %r" % (label, order))
+    check_zoom_and_pan(d, label)
     # The picture: the critical path of the step highlighted and a tooltip showing.
     d.execute_script("document.getElementById('critical').click()")
     # Down to the schedules table: the picture shows the charts and the summary.
