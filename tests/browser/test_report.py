@@ -304,6 +304,15 @@ def test_lowered(d, tool, out):
                      recv["start"] - 1, recv["end"] + 1)
     time.sleep(0.1)
     hover(d, 0, 2, recv["action"], recv["start"], recv["end"], label)
+    # Under FSDP the first forward waits for its stage's UNSHARD, and says so.
+    args = ["Interleaved1F1B", "--ranks", "4", "--microbatches", "8", "--lower", "--unshard", "3"]
+    run_tool(tool, ["report"] + args + ["--output", page])
+    sim = simulate_json(tool, args)
+    check(open_page(d, page), "%s: the page did not get ready" % label)
+    first = [a for a in sim["timeline"] if a["rank"] == 0 and a["stream"] == "compute"][0]
+    text = hover(d, 0, 0, first["action"], first["start"], first["end"], label + " fsdp") or ""
+    check("waited 3 for its parameters (UNSHARD)" in text,
+          "%s: the tooltip of %s does not name its UNSHARD: %r" % (label, first["action"], text))
 
 
 def test_deadlock(d, tool, out, data):

@@ -250,7 +250,8 @@ function indexTables(S) {
     const key = st * M + m;
     if (tab instanceof Map) tab.set(key, i); else tab[key] = i;
   };
-  const tabs = { F: make(), G: make(), SF: make(), SB: make(), RF: make(), RB: make(), get: get };
+  const tabs = { F: make(), G: make(), SF: make(), SB: make(), RF: make(), RB: make(), get: get,
+    unshard: null };
   for (let i = 0; i < S.count; i++) {
     const k = S.kind[i], st = S.stage[i], m = S.mb[i];
     if (k === K_F || k === K_O) set(tabs.F, st, m, i);
@@ -261,6 +262,21 @@ function indexTables(S) {
     else if (k === K_RB) set(tabs.RB, st, m, i);
     if (k === K_O && (S.kind2[i] === K_B || S.kind2[i] === K_I))
       set(tabs.G, S.stage2[i], S.mb2[i], i);
+  }
+  // Compute on a stage waits for the stage's latest UNSHARD (FSDP): per action, that UNSHARD.
+  let fsdp = false;
+  for (let i = 0; i < S.count && !fsdp; i++) fsdp = S.kind[i] === 5;
+  if (fsdp) {
+    tabs.unshard = new Int32Array(S.count).fill(-1);
+    const last = new Int32Array(S.stageRank.length);
+    for (let r = 0; r < S.ranks; r++) {
+      last.fill(-1);
+      for (let i = S.rankStart[r]; i < S.rankStart[r + 1]; i++) {
+        const k = S.kind[i];
+        if (k === 5) last[S.stage[i]] = i;
+        else if (k <= K_O) tabs.unshard[i] = last[S.stage[i]];
+      }
+    }
   }
   S.tables = tabs;
   return tabs;
@@ -301,6 +317,7 @@ function dependencies(S, i) {
   if (k <= K_O) {
     dataPart(k === K_O ? K_F : k, st, m);
     if (k === K_O) dataPart(S.kind2[i], S.stage2[i], S.mb2[i]);
+    if (tabs.unshard) input(tabs.unshard[i], 0, 'its parameters (UNSHARD)');
   } else if (k === K_SF) input(get(tabs.F, st, m), 0, 'the data it sends');
   else if (k === K_SB) input(get(tabs.G, st, m), 0, 'the data it sends');
   else if (k === K_RF) {
