@@ -286,6 +286,17 @@ def test_compare_4x8(d, tool, out, screenshot):
     d.save_screenshot(shot)
     check_screenshot(shot, label)
     check(not console_errors(d), "%s: console errors after interaction: %r" % (label, console_errors(d)))
+    # The bound and gap of an order from an auto-scheduler (`report_schedule::lower_bound`,
+    # filled by a tuner; checked in C++ by test_html_report): set in the data, shown in the table.
+    html = open(page).read()
+    bounded = os.path.join(out, "report_4x8_bound.html")
+    with open(bounded, "w") as f:
+        f.write(html.replace('"lowerBound":null', '"lowerBound":50', 1))
+    check(open_page(d, bounded), "%s: the page with a bound did not get ready" % label)
+    row = table_rows(d, "schedules-table")[0]["cells"]
+    want = (sims[0]["makespan"] - 50) / 50
+    check(float(row["lower_bound"][0]) == 50 and abs(float(row["gap"][0]) - want) < 1e-12,
+          "%s: bound %r and gap %r, expected 50 and %r" % (label, row["lower_bound"], row["gap"], want))
 
 
 def test_lowered(d, tool, out):
