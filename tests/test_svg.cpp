@@ -224,3 +224,28 @@ TEST_CASE("stacked charts share one time axis", "[svg]") {
     REQUIRE(lanes.size() == 4);
     CHECK(lanes[0] / lanes[2] == Approx(charts[0].sim.makespan / charts[1].sim.makespan));
 }
+
+TEST_CASE("an SVG chart draws each rank's memory over time when given the curves", "[svg]") {
+    const order o = gpipe_2x2();
+    const chart c = simulated("GPipe", o);
+    const std::string plain = write_svg(c);
+    CHECK(count(plain, "class=\"mem\"") == 0);
+    svg_options opts;
+    opts.memory.push_back(ppsched::memory_timeline(c.sim, cost_model{}));
+    opts.memory_limit = 3;
+    const std::string svg = write_svg(c, opts);
+    CHECK(test_support::xml_problem(svg).empty());
+    // A step line per rank, titled with the rank's peak, and the limit dashed.
+    CHECK(count(svg, "class=\"mem\"") == 2);
+    CHECK(count(svg, "<title>rank 0: peak 2</title>") == 1);
+    CHECK(count(svg, "class=\"lim\"") == 1);
+    CHECK(svg.find("limit 3") != std::string::npos);
+    CHECK(svg.find("activation memory per rank (peak 2)") != std::string::npos);
+    // Rank 0 by hand (F = 1, B = 2): up at 0 and 1, down at 7 and 9; 24 px per unit.
+    const auto at = svg.find("class=\"mem\" d=\"");
+    REQUIRE(at != std::string::npos);
+    const std::string d = svg.substr(at + 15, svg.find('"', at + 15) - at - 15);
+    CHECK(d.find("H68V") != std::string::npos);  // the first forward, at x = 68 (time 0)
+    CHECK(d.find("H236V") != std::string::npos); // B0 ends at 7: 68 + 7 * 24
+    CHECK(d.find("H284V") != std::string::npos); // B1 ends at 9: 68 + 9 * 24
+}

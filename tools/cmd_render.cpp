@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 
+#include <ppsched/algorithms/memory_timeline.hpp>
 #include <ppsched/io/svg.hpp>
 
 #include "cli.hpp"
@@ -17,11 +18,13 @@ namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 4> render_own_options{{
+constexpr std::array<option, 6> render_own_options{{
     {"--max-boxes", "N", "draw at most N actions (default 1000000); more is an error"},
     {"--output", "FILE", "the SVG file to write (required; '-' writes it to stdout)"},
     {"--title", "TEXT", "the chart's first title line (default: schedule and configuration)"},
     {"--no-labels", "", "no microbatch numbers in the boxes"},
+    {"--memory", "", "draw each rank's activation memory over time under the chart"},
+    {"--memory-limit", "X", "with --memory: a dashed line at activation memory X"},
 }};
 
 constexpr auto render_options = with_timeline_options(render_own_options);
@@ -39,7 +42,9 @@ constexpr command_help render_help{
         "Hovering a box shows its action, stage, microbatch, start and end. With --lower the\n"
         "sends, receives and FSDP actions appear on a thin lane under each rank. With --steps\n"
         "each action takes one unit at its step, as PyTorch's schedule visualizer draws it.\n"
-        "The file is written whole or not at all. Exit status 1 when the order deadlocks.",
+        "With --memory a chart of each rank's activation memory over time (a line per rank)\n"
+        "is drawn under the timeline. The file is written whole or not at all. Exit status 1\n"
+        "when the order deadlocks.",
 };
 
 } // namespace
@@ -52,8 +57,7 @@ int cmd_render(std::span<const std::string> argv, output& out) {
     }
     const auto path = a.value("--output");
     if (!path) throw usage_error("missing option --output FILE.svg");
-    const loaded_timeline t =
-        load_timeline(a, a.integer("--max-boxes", 1, 1LL << 40, default_max_boxes));
+    loaded_timeline t = load_timeline(a, a.integer("--max-boxes", 1, 1LL << 40, default_max_boxes));
     if (!t.problem.empty()) {
         out.err = "ppsched: render: " + ppsched::detail::svg::chart_title(t.chart) + ": " +
                   t.problem + "\n";
@@ -62,6 +66,15 @@ int cmd_render(std::span<const std::string> argv, output& out) {
     io::svg_options opts;
     opts.title = a.value("--title").value_or("");
     opts.labels = !a.has("--no-labels");
+    if (const auto limit = a.value("--memory-limit")) {
+        if (!a.has("--memory")) throw usage_error("--memory-limit needs --memory");
+        opts.memory_limit = parse_number(*limit, "--memory-limit");
+        if (!(*opts.memory_limit > 0)) throw usage_error("--memory-limit must be > 0");
+    }
+    if (a.has("--memory")) {
+        if (t.chart.steps) throw usage_error("--memory needs a timed chart (not --steps)");
+        opts.memory.push_back(memory_timeline(t.timed, t.costs));
+    }
     const std::string svg = io::write_svg(t.chart, opts);
     if (*path == "-") {
         out.out = svg;

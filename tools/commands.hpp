@@ -31,6 +31,7 @@ int cmd_render(std::span<const std::string> argv, output& out);
 int cmd_trace(std::span<const std::string> argv, output& out);
 int cmd_timeline(std::span<const std::string> argv, output& out);
 int cmd_tune(std::span<const std::string> argv, output& out);
+int cmd_report(std::span<const std::string> argv, output& out);
 int cmd_validate(std::span<const std::string> argv, output& out);
 int cmd_lower(std::span<const std::string> argv, output& out);
 
@@ -67,6 +68,8 @@ inline constexpr command commands[] = {
      cmd_timeline},
     {"tune", "find the fastest order for per-stage costs and a memory limit, with a lower bound",
      cmd_tune},
+    {"report", "write one self-contained interactive HTML page to explore and compare schedules",
+     cmd_report},
 };
 
 } // namespace ppsched::cli

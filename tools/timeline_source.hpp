@@ -60,6 +60,7 @@ struct loaded_timeline {
     io::chart chart;     ///< what to draw (with `--steps`: the step layout)
     simulation timed;    ///< the timed simulation (the summary's numbers)
     std::string problem; ///< non-empty when the order deadlocks or cannot be simulated
+    cost_model costs;    ///< the costs `timed` was simulated with
 };
 
 namespace detail {
@@ -99,6 +100,7 @@ inline std::string describe_costs(const cost_model& costs) {
 
     out.chart.cfg = o.cfg();
     out.timed = simulate(o, costs);
+    out.costs = costs;
     if (!out.timed) {
         out.problem = describe_problem(out.timed);
         return out;

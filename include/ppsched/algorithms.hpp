@@ -11,3 +11,4 @@
 #include "ppsched/algorithms/merge_bw.hpp"
 #include "ppsched/algorithms/lower.hpp"
 #include "ppsched/algorithms/simulate_steps.hpp"
+#include "ppsched/algorithms/memory_timeline.hpp"

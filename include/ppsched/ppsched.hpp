@@ -24,6 +24,7 @@
 #include "ppsched/io/chrome_trace.hpp"
 #include "ppsched/io/cost_json.hpp"
 #include "ppsched/io/csv.hpp"
+#include "ppsched/io/html_report.hpp"
 #include "ppsched/io/step_table.hpp"
 #include "ppsched/io/svg.hpp"
 #include "ppsched/io/text_timeline.hpp"

@@ -10,12 +10,14 @@
 #include <array>
 #include <charconv>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ppsched/action.hpp"
+#include "ppsched/algorithms/memory_timeline.hpp"
 #include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/config.hpp"
 
@@ -42,6 +44,11 @@ struct svg_options {
     /// at least about 3 px per unit for large ones).
     double px_per_unit = 0;
     bool labels = true; ///< microbatch numbers in the boxes wide enough to hold them
+    /// Per chart (in order), each rank's activation memory over time (`memory_timeline(sim,
+    /// costs)`): a chart with curves gets a memory chart (a line per rank) under its timeline.
+    std::vector<memory_curves> memory;
+    /// Activation memory a rank may hold: a dashed line on the memory charts.
+    std::optional<double> memory_limit;
 };
 
 } // namespace ppsched::io
@@ -308,6 +315,73 @@ struct svg_layout {
                        [](const timed_action& t) { return t.ran && t.on != stream::compute; });
 }
 
+/// The colour of rank `r` of `ranks` on a memory chart: from blue through green to red.
+[[nodiscard]] inline rgb rank_color(int r, int ranks) noexcept {
+    const double t = ranks > 1 ? static_cast<double>(r) / (ranks - 1) : 0.0;
+    const rgb a{0x1f, 0x77, 0xb4}, m{0x2c, 0xa0, 0x2c}, b{0xd6, 0x27, 0x28};
+    auto mix = [](rgb p, rgb q, double u) {
+        auto ch = [u](int x, int z) { return x + static_cast<int>((z - x) * u + 0.5); };
+        return rgb{ch(p.r, q.r), ch(p.g, q.g), ch(p.b, q.b)};
+    };
+    return t < 0.5 ? mix(a, m, 2 * t) : mix(m, b, 2 * t - 1);
+}
+
+/// Appends the activation-memory chart of `c` (a step line per rank, the limit dashed) with its
+/// top at `y`; returns its bottom.
+inline double memory_chart(std::string& out, const chart& c, const memory_curves& memory,
+                           const svg_options& opts, const svg_layout& L, double y, double plot) {
+    constexpr double height = 80;
+    double peak = 0;
+    for (const auto& curve : memory)
+        for (const memory_point& p : curve) peak = std::max(peak, p.activations);
+    const double top_value = std::max({peak, opts.memory_limit.value_or(0.0), 1e-12}) * 1.08;
+    const double x0 = L.left, u = L.px_per_unit, bottom = y + height;
+    auto vy = [&](double v) { return bottom - v / top_value * height; };
+    out += "<text class=\"ph\" x=\"" + svg_number(x0) + "\" y=\"" + svg_number(y - 5) +
+           "\">activation memory per rank (peak " + chart_number(peak) + ")</text>\n";
+    out += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(y) + "\" width=\"" +
+           svg_number(plot) + "\" height=\"" + svg_number(height) +
+           "\" fill=\"none\" stroke=\"#ccc\"/>\n";
+    out += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" + svg_number(vy(peak) + 4) +
+           "\">" + chart_number(peak) + "</text><text class=\"rk\" x=\"" + svg_number(x0 - 8) +
+           "\" y=\"" + svg_number(bottom) + "\">0</text>\n";
+    const int ranks = static_cast<int>(memory.size());
+    for (int r = 0; r < ranks; ++r) {
+        const auto& curve = memory[static_cast<std::size_t>(r)];
+        // A step line: level until the next change, then straight up or down.
+        std::string d = "M" + svg_number(x0) + " " + svg_number(vy(0));
+        for (const memory_point& p : curve)
+            d += "H" + svg_number(x0 + p.time * u) + "V" + svg_number(vy(p.activations));
+        if (static_cast<std::size_t>(r) < c.sim.ranks.size())
+            d += "H" + svg_number(x0 + c.sim.ranks[static_cast<std::size_t>(r)].end * u);
+        out += "<path class=\"mem\" d=\"" + d + "\" stroke=\"" + hex(rank_color(r, ranks)) +
+               "\"><title>rank " + std::to_string(r) + ": peak " +
+               chart_number(r < static_cast<int>(c.sim.ranks.size())
+                                ? c.sim.ranks[static_cast<std::size_t>(r)].peak_activations
+                                : 0) +
+               "</title></path>\n";
+    }
+    if (opts.memory_limit) {
+        const double ly = vy(*opts.memory_limit);
+        out += "<line class=\"lim\" x1=\"" + svg_number(x0) + "\" y1=\"" + svg_number(ly) +
+               "\" x2=\"" + svg_number(x0 + plot) + "\" y2=\"" + svg_number(ly) +
+               "\"/><text class=\"lm\" x=\"" + svg_number(x0 + plot - 4) + "\" y=\"" +
+               svg_number(ly - y < 14 ? ly + 12 : ly - 3) + "\">limit " +
+               chart_number(*opts.memory_limit) + "</text>\n";
+    }
+    // The ranks' colours, as a small key under the chart.
+    const double ky = bottom + 14;
+    out += "<text class=\"pk\" x=\"" + svg_number(x0) + "\" y=\"" + svg_number(ky + 4) +
+           "\">rank 0</text>";
+    for (int r = 0; r < ranks; ++r)
+        out += "<rect x=\"" + svg_number(x0 + 46 + 80.0 * r / ranks) + "\" y=\"" +
+               svg_number(ky - 2) + "\" width=\"" + svg_number(80.0 / ranks + 0.3) +
+               "\" height=\"6\" fill=\"" + hex(rank_color(r, ranks)) + "\"/>";
+    out += "<text class=\"pk\" x=\"" + svg_number(x0 + 132) + "\" y=\"" + svg_number(ky + 4) +
+           "\">rank " + std::to_string(std::max(ranks - 1, 0)) + "</text>\n";
+    return ky + 12;
+}
+
 /// Writes the chart(s): `stacked` adds a heading per panel and a common title.
 [[nodiscard]] inline std::string write_svg_charts(std::span<const chart> charts,
                                                   const svg_options& opts, bool stacked) {
@@ -491,6 +565,9 @@ struct svg_layout {
                 svg_number(panel_top - 4) + "\" x2=\"" + svg_number(x0 + sim.makespan * u) +
                 "\" y2=\"" + svg_number(panel_bottom + 4) + "\"/>\n";
         y = panel_bottom + (stacked ? L.panel_gap : 0);
+        const auto ci = static_cast<std::size_t>(&c - charts.data());
+        if (ci < opts.memory.size() && !opts.memory[ci].empty())
+            y = memory_chart(body, c, opts.memory[ci], opts, L, y + (stacked ? 12 : 24), plot);
     }
     const double bottom = y + 4;
     for (const double t : ticks)
@@ -528,6 +605,10 @@ struct svg_layout {
            ".mb{font-size:11px;text-anchor:middle;fill:#222}.mb.w{fill:#fff}\n"
            ".gr{stroke:#d6d6d6;stroke-width:1}.ax{stroke:#555;stroke-width:1}"
            ".ms{stroke:#b03a2e;stroke-width:1.5;stroke-dasharray:4 3}\n";
+    if (std::any_of(opts.memory.begin(), opts.memory.end(),
+                    [](const memory_curves& m) { return !m.empty(); }))
+        out += ".mem{fill:none;stroke-width:1.5}.lim{stroke:#c0392b;stroke-width:1.5;"
+               "stroke-dasharray:6 4}.lm{font-size:11px;fill:#c0392b;text-anchor:end}\n";
     // Thin white outlines separate neighbouring boxes; on narrow boxes they would hide them.
     out += u >= 6 ? ".act{stroke:#fff;stroke-width:0.6}\n" : ".act{stroke:none}\n";
     out += "</style>\n<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
