@@ -286,25 +286,30 @@ inline stream stream_of(action_kind k) {
                 if (!fresh) it->second = std::min(it->second, d);
             }
 
-    // 2. Clocks: min gap (consumer's latest possible work start - send) per ordered pair.
+    // 2. Clocks: per ordered pair of ranks, the smallest gap between a send and the latest
+    // time its consumer can have started its own work (end - a duration estimate), on the
+    // clocks as aligned so far; the gaps of both directions bound the pair's offset.
     auto sent_at = [&](std::size_t k, const input_ref& in) {
         const auto& m = span(k, in.rank, in.index);
         return in.is_send ? m.start : m.end;
     };
     const double inf = std::numeric_limits<double>::infinity();
-    std::vector<double> min_gap(R * R, inf);
-    for (std::size_t k = 0; k < kept.size(); ++k)
-        for (std::size_t r = 0; r < R; ++r)
-            for (std::size_t i = 0; i < rows[r].size(); ++i)
-                for (const auto& in : inputs[r][i]) {
-                    const auto& m = span(k, r, i);
-                    const double ready = m.end - min_raw[detail::fit_key(m.act)];
-                    double& g = min_gap[in.rank * R + r];
-                    g = std::min(g, ready - sent_at(k, in));
-                }
     rep.clock_offsets.assign(R, 0);
-    {
-        std::vector<char> reached(R, 0);
+    auto at = [&](std::size_t r, double t) { return t + rep.clock_offsets[r]; };
+    std::vector<char> reached(R, 0);
+    auto align = [&](const std::map<std::pair<int, int>, double>& work) {
+        std::vector<double> min_gap(R * R, inf);
+        for (std::size_t k = 0; k < kept.size(); ++k)
+            for (std::size_t r = 0; r < R; ++r)
+                for (std::size_t i = 0; i < rows[r].size(); ++i)
+                    for (const auto& in : inputs[r][i]) {
+                        const auto& m = span(k, r, i);
+                        const double ready = at(r, m.end) - work.at(detail::fit_key(m.act));
+                        double& g = min_gap[in.rank * R + r];
+                        g = std::min(g, ready - at(in.rank, sent_at(k, in)));
+                    }
+        std::vector<double> delta(R, 0);
+        std::fill(reached.begin(), reached.end(), 0);
         std::deque<std::size_t> queue{0};
         reached[0] = 1;
         while (!queue.empty()) {
@@ -314,28 +319,18 @@ inline stream stream_of(action_kind k) {
                 if (reached[b]) continue;
                 const double ab = min_gap[a * R + b], ba = min_gap[b * R + a];
                 if (ab == inf && ba == inf) continue;
-                // d = offset_b - offset_a lies in [lo, hi].
+                // d = offset_b - offset_a lies in [lo, hi]; keep the clocks when 0 does.
                 const double lo = ab == inf ? -inf : -ab, hi = ba == inf ? inf : ba;
                 double d = 0;
                 if (lo > 0 || hi < 0) d = lo == -inf ? hi : hi == inf ? lo : (lo + hi) / 2;
-                rep.clock_offsets[b] = rep.clock_offsets[a] + d;
+                delta[b] = delta[a] + d;
                 reached[b] = 1;
                 queue.push_back(b);
             }
         }
-        for (std::size_t r = 0; r < R; ++r)
-            if (!reached[r] && R > 1)
-                rep.notes.push_back("rank " + std::to_string(r) +
-                                    ": no message links it to rank 0; its clock is not aligned");
-        for (std::size_t r = 1; r < R; ++r)
-            if (rep.clock_offsets[r] != 0)
-                rep.notes.push_back("rank " + std::to_string(r) + "'s clock moved by " +
-                                    std::to_string(rep.clock_offsets[r]) +
-                                    " trace units to agree with its messages");
-    }
-    auto at = [&](std::size_t r, double t) { return t + rep.clock_offsets[r]; };
-
-    // 3./4. Own durations, first without the message time, then with it.
+        for (std::size_t r = 0; r < R; ++r) rep.clock_offsets[r] += delta[r];
+    };
+    // Own durations: the span after the input could have arrived (`msg` after its send).
     auto own = [&](std::size_t k, std::size_t r, std::size_t i, double msg) {
         const auto& m = span(k, r, i);
         double ready = at(r, m.start);
@@ -353,7 +348,34 @@ inline stream stream_of(action_kind k) {
         return g;
     };
     std::map<std::pair<int, int>, double> med;
-    for (const auto& [key, v] : fit_medians(0)) med[key] = detail::median_of(v);
+    auto refit = [&] {
+        for (const auto& [key, v] : fit_medians(0)) med[key] = detail::median_of(v);
+    };
+    // First with no work at all (ready = end: a bound that always holds, so clocks that agree
+    // stay as they are), then a few rounds with the medians of the own durations on the clocks
+    // aligned so far, which narrow the window. Linear per round.
+    {
+        std::map<std::pair<int, int>, double> none = min_raw;
+        for (auto& [key, v] : none) v = 0;
+        align(none);
+    }
+    for (int round = 0; round < 4; ++round) {
+        refit();
+        align(med);
+    }
+    refit();
+    if (R > 1)
+        for (std::size_t r = 0; r < R; ++r)
+            if (!reached[r])
+                rep.notes.push_back("rank " + std::to_string(r) +
+                                    ": no message links it to rank 0; its clock is not aligned");
+    for (std::size_t r = 1; r < R; ++r)
+        if (rep.clock_offsets[r] != 0)
+            rep.notes.push_back("rank " + std::to_string(r) + "'s clock moved by " +
+                                std::to_string(rep.clock_offsets[r]) +
+                                " trace units to agree with its messages");
+
+    // 3./4. The message time, from the consumers that waited for theirs.
     std::vector<double> gaps;
     for (std::size_t k = 0; k < kept.size(); ++k)
         for (std::size_t r = 0; r < R; ++r)
