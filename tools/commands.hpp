@@ -25,6 +25,7 @@ int cmd_compare(std::span<const std::string> argv, output& out);
 int cmd_render(std::span<const std::string> argv, output& out);
 int cmd_trace(std::span<const std::string> argv, output& out);
 int cmd_timeline(std::span<const std::string> argv, output& out);
+int cmd_calibrate(std::span<const std::string> argv, output& out);
 
 /// One row of the subcommand table.
 struct command {
@@ -48,6 +49,8 @@ inline constexpr command commands[] = {
      cmd_trace},
     {"timeline", "print a simulated timeline for a terminal: a line per rank, a letter per time",
      cmd_timeline},
+    {"calibrate", "fit costs to a measured run (profiler traces) and compare its replay with it",
+     cmd_calibrate},
 };
 
 } // namespace ppsched::cli
