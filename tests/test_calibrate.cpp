@@ -46,6 +46,7 @@ io::measured_trace make_trace(const order& lowered, const cost_model& truth,
         }
     }
     t.side.assign(lowered.size(), io::trace_side::cpu);
+    t.spans_after_input_waits = !opt.waits_inside;
     t.sources.assign(lowered.size(), "test");
     return t;
 }
@@ -126,10 +127,13 @@ TEST_CASE("calibrate aligns clocks on the send/receive pairs", "[calibrate]") {
         INFO("waits inside the spans: " << waits);
         const calibration c =
             calibrate(make_trace(lowered, truth, {.waits_inside = waits, .shift = shift}));
-        // Shifted clocks are found to within a fraction of a compute (the window the messages
+        // Spans that start after their input waits give the offsets exactly. Spans with the
+        // waits inside give them to within a fraction of a compute (the window the messages
         // leave is as wide as the computes that consume them), then the fit follows.
+        const double margin = waits ? 500 : 1e-6;
         for (std::size_t r = 1; r < 4; ++r)
-            CHECK(c.report.clock_offsets[r] == Approx(-shift[r]).margin(500));
+            CHECK(c.report.clock_offsets[r] == Approx(-shift[r]).margin(margin));
+        if (!waits) check_recovers(c, truth, 1e-6);
         for (int s = 0; s < 4; ++s) {
             CHECK(c.costs.at(s).forward == Approx(truth.at(s).forward).margin(0.5));
             CHECK(c.costs.at(s).full_backward == Approx(truth.at(s).full_backward).margin(0.5));
@@ -213,8 +217,9 @@ TEST_CASE("outliers are named, and the median ignores them", "[calibrate]") {
 TEST_CASE("a compute-only trace is aligned on the producing computes", "[calibrate]") {
     const order compute = generate<one_f_one_b>({.ranks = 2, .microbatches = 4});
     const cost_model truth = per_stage({2, 3}, {4, 6}, 0.1);
-    const calibration c = calibrate(make_trace(compute, truth));
+    const calibration c = calibrate(make_trace(compute, truth, {.shift = {0, 999}}));
     check_recovers(c, truth, 1e-6);
+    CHECK(c.report.clock_offsets[1] == Approx(-999).margin(1e-6));
 }
 
 TEST_CASE("an executed order that is not valid is reported, not replayed", "[calibrate]") {

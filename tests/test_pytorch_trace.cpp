@@ -255,3 +255,16 @@ TEST_CASE("write_pytorch_trace reads back to the same actions", "[pytorch_trace]
     CHECK(t.ranks[0] == r0);
     CHECK(t.ranks[1] == r1);
 }
+
+TEST_CASE("a trace says when its spans start after the input waits", "[pytorch_trace]") {
+    const std::vector<ppsched::io::measured_action> r0{{action::forward(0, 0), 1, 2}};
+    const std::string own = ppsched::io::write_pytorch_trace(r0, 0, 1);
+    CHECK(read({{own, "own"}}).spans_after_input_waits);
+    // PyTorch's traces do not; and all files must say it.
+    CHECK_FALSE(read({{rank0, "r0"}, {rank1, "r1"}}).spans_after_input_waits);
+    const std::vector<ppsched::io::measured_action> r1{{action::forward(1, 0), 3, 4}};
+    CHECK_FALSE(
+        read({{own, "own"}, {"[" + ev("PP:1F0", 3, 1, 1) + "]", "torch"}}).spans_after_input_waits);
+    CHECK(read({{own, "own"}, {ppsched::io::write_pytorch_trace(r1, 1, 2), "own1"}})
+              .spans_after_input_waits);
+}

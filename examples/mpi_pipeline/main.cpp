@@ -68,9 +68,9 @@ struct options {
     bool expect_invalid = false;
     bool validate = true;
     run_settings settings;
-    stage_work work;        // --stage-cost-us
-    int iterations = 1;     // --iterations
-    std::string trace_dir;  // --trace
+    stage_work work;       // --stage-cost-us
+    int iterations = 1;    // --iterations
+    std::string trace_dir; // --trace
 };
 
 /// One run: an order to execute and how to lower it.
@@ -164,8 +164,7 @@ options parse(int argc, char** argv) {
         } else if (arg == "--exit") {
             std::tie(o.settings.exit_rank, o.settings.exit_step) = rank_and_step(value(), arg);
         } else if (arg == "--stage-cost-us") {
-            for (const auto& v : split(value(), ','))
-                o.work.forward_us.push_back(std::stod(v));
+            for (const auto& v : split(value(), ',')) o.work.forward_us.push_back(std::stod(v));
         } else if (arg == "--iterations") {
             o.iterations = to_int(value(), arg);
             if (o.iterations < 1) usage_error("--iterations must be >= 1");

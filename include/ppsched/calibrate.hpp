@@ -15,14 +15,19 @@
 ///    from one side: the consumer cannot start its work before the data was sent. The bounds of
 ///    both directions give a window; clocks are left alone when 0 lies in it (they already
 ///    agree), else moved to the window's midpoint (symmetric message time). Ranks are aligned
-///    along a breadth-first tree from rank 0.
+///    along a breadth-first tree from rank 0. When spans include waits (PyTorch), where the work
+///    started is only known up to the compute's own duration: a first round takes none (a
+///    bound that always holds), a few more the fitted medians, so a clock shift is found to
+///    within a fraction of a compute; for executor traces the span start is the work's start.
 /// 3. Costs: a compute's own duration is its span minus any part spent before its input could
 ///    have arrived (PyTorch's spans include the wait for a receive; ppsched's executor starts
-///    its spans after the wait). Per stage and kind: the median (the fitted cost), min, max, a
-///    robust spread (1.4826 x the median absolute deviation) and the outliers (further than
-///    max(3 spreads, 5 % of the median) from it), named by rank, iteration and action.
+///    its spans after the wait and says so in its traces, and then the span is the work). Per stage
+///    and kind: the median (the fitted cost), min, max, a robust spread (1.4826 x the median
+///    absolute deviation) and the outliers (further than max(3 spreads, 5 % of the median) from
+///    it), named by rank, iteration and action.
 /// 4. Messages: for consumers that waited (their rank was idle just before them), the time from
-///    the send to the start of their work is the message time; its median becomes
+///    the send to the start of their work is the message time; its lower quartile (a busy
+///    machine only makes messages look longer) becomes
 ///    `p2p_latency` (traces carry no message sizes, so latency and transfer cannot be told
 ///    apart: `p2p_transfer` stays 0). UNSHARD and REDUCE_GRAD spans time only the issue of an
 ///    asynchronous operation and are not fitted.
@@ -297,6 +302,9 @@ inline stream stream_of(action_kind k) {
     rep.clock_offsets.assign(R, 0);
     auto at = [&](std::size_t r, double t) { return t + rep.clock_offsets[r]; };
     std::vector<char> reached(R, 0);
+    // Spans that start after their input waits (ppsched's executor) start at the latest when
+    // their work starts: no estimate needed.
+    const bool after_waits = trace.spans_after_input_waits;
     auto align = [&](const std::map<std::pair<int, int>, double>& work) {
         std::vector<double> min_gap(R * R, inf);
         for (std::size_t k = 0; k < kept.size(); ++k)
@@ -304,7 +312,9 @@ inline stream stream_of(action_kind k) {
                 for (std::size_t i = 0; i < rows[r].size(); ++i)
                     for (const auto& in : inputs[r][i]) {
                         const auto& m = span(k, r, i);
-                        const double ready = at(r, m.end) - work.at(detail::fit_key(m.act));
+                        const double ready = after_waits
+                                                 ? at(r, m.start)
+                                                 : at(r, m.end) - work.at(detail::fit_key(m.act));
                         double& g = min_gap[in.rank * R + r];
                         g = std::min(g, ready - at(in.rank, sent_at(k, in)));
                     }
@@ -333,6 +343,7 @@ inline stream stream_of(action_kind k) {
     // Own durations: the span after the input could have arrived (`msg` after its send).
     auto own = [&](std::size_t k, std::size_t r, std::size_t i, double msg) {
         const auto& m = span(k, r, i);
+        if (after_waits) return std::max(0.0, m.end - m.start);
         double ready = at(r, m.start);
         for (const auto& in : inputs[r][i])
             ready = std::max(ready, at(in.rank, sent_at(k, in)) + msg);
@@ -383,7 +394,7 @@ inline stream stream_of(action_kind k) {
                 if (inputs[r][i].empty()) continue;
                 const auto& m = span(k, r, i);
                 const double d = med[detail::fit_key(m.act)];
-                const double ready = at(r, m.end) - d;
+                const double ready = after_waits ? at(r, m.start) : at(r, m.end) - d;
                 const double prev_end = i > 0 ? at(r, span(k, r, i - 1).end) : -inf;
                 double sent = -inf;
                 for (const auto& in : inputs[r][i])
@@ -394,7 +405,13 @@ inline stream stream_of(action_kind k) {
                     ++rep.waited_messages;
                 }
             }
-    const double msg = gaps.empty() ? 0 : detail::median_of(gaps);
+    // The lower quartile: a rank that loses its core (a busy machine) only makes gaps longer.
+    double msg = 0;
+    if (!gaps.empty()) {
+        const auto q = static_cast<std::ptrdiff_t>((gaps.size() - 1) / 4);
+        std::nth_element(gaps.begin(), gaps.begin() + q, gaps.end());
+        msg = gaps[static_cast<std::size_t>(q)];
+    }
     if (rep.messages > 0 && gaps.empty())
         rep.notes.push_back("no consumer waited for a message: the message time is not "
                             "observable and is set to 0");

@@ -75,6 +75,10 @@ struct measured_trace {
     /// Human notes: which side each rank was read from and why, how many events were ignored.
     std::vector<std::string> notes;
     std::size_t ignored_events = 0; ///< events that are not pipeline actions
+    /// Every file says (top-level `"ppsched": {"spans_after_input_waits": true}`, as
+    /// `write_pytorch_trace` writes) that a compute's span starts after its inputs arrived, as
+    /// ppsched's executor records it; PyTorch's spans include the wait.
+    bool spans_after_input_waits = false;
 };
 
 /// The text of one trace file and the name used in messages.
@@ -122,7 +126,7 @@ inline int int_member(std::string_view source, const json::value& obj, std::stri
 
 inline void read_events(std::string_view source, std::size_t file_index, const json::value& doc,
                         std::vector<raw_pp_event>& out, measured_trace& result, int& file_rank,
-                        int& world_size) {
+                        int& world_size, bool& after_waits) {
     const json::value* events = nullptr;
     if (doc.kind == json::type::array) {
         events = &doc;
@@ -142,6 +146,9 @@ inline void read_events(std::string_view source, std::size_t file_index, const j
             file_rank = int_member(source, *info, "rank", "distributedInfo.");
             world_size = int_member(source, *info, "world_size", "distributedInfo.");
         }
+        if (const json::value* own = doc.find("ppsched"); own && own->kind == json::type::object)
+            if (const json::value* f = own->find("spans_after_input_waits"))
+                after_waits = f->kind == json::type::boolean && f->boolean;
     } else {
         trace_fail(source, doc,
                    std::string("expected a trace: an object with 'traceEvents' or an array of "
@@ -238,6 +245,7 @@ inline bool is_compute_kind(action_kind k) {
     measured_trace result;
     std::vector<detail::raw_pp_event> events;
     std::vector<int> file_rank(files.size(), -1), world(files.size(), -1);
+    result.spans_after_input_waits = true;
     for (std::size_t f = 0; f < files.size(); ++f) {
         json::value doc;
         try {
@@ -248,7 +256,10 @@ inline bool is_compute_kind(action_kind k) {
                 throw parse_error(m + " (the file is truncated)", e.line(), e.column());
             throw;
         }
-        detail::read_events(files[f].source, f, doc, events, result, file_rank[f], world[f]);
+        bool after_waits = false;
+        detail::read_events(files[f].source, f, doc, events, result, file_rank[f], world[f],
+                            after_waits);
+        result.spans_after_input_waits = result.spans_after_input_waits && after_waits;
     }
     // Ranks: args.rank, then distributedInfo.rank, then file order, then pids of one file.
     const bool single = files.size() == 1;
@@ -391,8 +402,10 @@ read_pytorch_trace_files(const std::vector<std::string>& paths) {
 
 /// Writes one rank's measured actions as a PyTorch-style profiler trace: a
 /// `distributedInfo` with the rank and world size, and one `user_annotation` complete event
-/// named `PP:<action>` per action (`pid` = the rank, `tid` 0, `args.rank`). Times are
-/// microseconds. `read_pytorch_trace` reads it back to the same actions.
+/// named `PP:<action>` per action (`pid` = the rank, `tid` 0, `args.rank`), and
+/// `"ppsched": {"spans_after_input_waits": true}` (ppsched's executor starts a compute's span
+/// after its input waits). Times are microseconds. `read_pytorch_trace` reads it back to the
+/// same actions.
 [[nodiscard]] inline std::string write_pytorch_trace(std::span<const measured_action> actions,
                                                      int rank, int world_size) {
     auto number = [](double v) {
@@ -404,7 +417,7 @@ read_pytorch_trace_files(const std::vector<std::string>& paths) {
     std::string out = "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"ppsched\", "
                       "\"rank\": " +
                       r + ", \"world_size\": " + std::to_string(world_size) +
-                      "},\n\"traceEvents\": [";
+                      "},\n\"ppsched\": {\"spans_after_input_waits\": true},\n\"traceEvents\": [";
     bool first = true;
     for (const auto& a : actions) {
         out += first ? "\n" : ",\n";
