@@ -27,6 +27,11 @@
 /// them; unshards are waited by the first compute on their stage (or by its RESHARD); sends and
 /// reduce-grads are waited, in program order, after the last action.
 ///
+/// Timing: `execute(..., handlers, observer)` calls `observer.on_action(ctx, start, end)` after
+/// each action (`action_timeline` records them); a compute's start is taken after its inputs were
+/// waited for, so its span is its own work. `io::write_pytorch_trace` writes such a record in
+/// PyTorch's profiler form for `calibrate`.
+///
 /// Every misuse is an `execution_error` naming the rank, step and action: a handler missing for
 /// an action the program contains (checked before anything runs), an action for a stage this
 /// rank does not hold, a compute whose input was never received or produced, a SEND before the
