@@ -248,3 +248,20 @@ TEST_CASE("calibrate rejects an empty trace", "[calibrate]") {
     io::measured_trace t;
     CHECK_THROWS_AS(calibrate(t), config_error);
 }
+
+TEST_CASE("the replay with means instead of medians shows what the outliers cost",
+          "[calibrate]") {
+    const order lowered = lower(generate<one_f_one_b>({.ranks = 2, .microbatches = 8}));
+    const cost_model truth = per_stage({2, 3}, {4, 6}, 0.1);
+    io::measured_trace t = make_trace(lowered, truth);
+    CHECK(calibrate(t).report.predicted_step_mean == Approx(calibrate(t).report.predicted_step));
+    // Stretch every F of rank 1 once in a while: medians stay, means and the replay grow.
+    int seen = 0;
+    for (auto& m : t.ranks[1])
+        if (m.act.kind() == action_kind::forward && ++seen % 3 == 0) m.end += 3000;
+    const calibration c = calibrate(t);
+    CHECK(c.costs.at(1).forward == Approx(3));
+    REQUIRE(fit_of(c, 1, action_kind::forward));
+    CHECK(fit_of(c, 1, action_kind::forward)->mean == Approx(3 + 3.0 * 2 / 8));
+    CHECK(c.report.predicted_step_mean > c.report.predicted_step + 1);
+}

@@ -62,6 +62,11 @@ inline std::string mpi_error_text(int code) {
     return std::string(text, static_cast<std::size_t>(length));
 }
 
+/// How long `poll` sleeps between tests once a wait is long. Measured runs raise it on the
+/// processes whose timing is not recorded (replica 1), whose frequent wake-ups would otherwise
+/// take the core from the ranks being measured.
+inline int poll_sleep_us = 50;
+
 /// Polls `request` with MPI_Test until it completes, MPI reports an error, or `timeout_seconds`
 /// pass. Never blocks inside MPI, so a peer that died or hangs cannot hang this process.
 /// `expected_count` >= 0 also checks the size of a received message.
@@ -94,7 +99,7 @@ inline ppsched::wait_result poll(MPI_Request& request, double timeout_seconds,
         if (spins < 64)
             std::this_thread::yield();
         else
-            std::this_thread::sleep_for(std::chrono::microseconds(50));
+            std::this_thread::sleep_for(std::chrono::microseconds(poll_sleep_us));
     }
 }
 

@@ -84,6 +84,7 @@ struct cost_fit {
     double median = 0; ///< the fitted cost
     double min = 0;
     double max = 0;
+    double mean = 0;                    ///< the mean (outliers included)
     double spread = 0;                  ///< 1.4826 x median absolute deviation (a robust sigma)
     std::size_t outlier_count = 0;      ///< how many samples are outliers
     std::vector<cost_outlier> outliers; ///< the largest few, by distance from the median
@@ -110,8 +111,12 @@ struct calibration_report {
     std::vector<double> measured_steps; ///< per iteration, cost units
     double measured_step = 0;           ///< of the shown iteration
     double predicted_step = 0;          ///< the replay's makespan
-    std::vector<double> measured_idle;  ///< per rank: step - own compute time
-    std::vector<double> predicted_idle; ///< per rank, from the replay
+    /// The replay's makespan with each stage's mean instead of its median (outliers included):
+    /// close to the measured step when the difference is noise (a busy machine) rather than a
+    /// wrong model. A diagnostic; the fitted costs are the medians.
+    double predicted_step_mean = 0;
+    std::vector<double> measured_idle;                  ///< per rank: step - own compute time
+    std::vector<double> predicted_idle;                 ///< per rank, from the replay
     std::vector<action_difference> largest_differences; ///< at most 5, largest first
     /// The shown iteration as a timeline (aligned clocks, cost units from its first start;
     /// computes span their own work only).
@@ -151,6 +156,22 @@ inline bool calibrated_compute(action_kind k) {
 inline std::pair<int, int> fit_key(const action& a) {
     const int stage = a.is_overlap() ? a.forward_part().stage() : a.stage();
     return {stage, static_cast<int>(a.kind())};
+}
+
+/// The field of `sc` that holds the cost of `kind`.
+inline std::optional<double>* cost_field(stage_costs& sc, action_kind kind) {
+    switch (kind) {
+    case action_kind::forward:
+        return &sc.forward;
+    case action_kind::backward_input:
+        return &sc.backward_input;
+    case action_kind::backward_weight:
+        return &sc.backward_weight;
+    case action_kind::full_backward:
+        return &sc.full_backward;
+    default:
+        return &sc.overlap_f_b;
+    }
 }
 
 inline stream stream_of(action_kind k) {
@@ -426,6 +447,8 @@ inline stream stream_of(action_kind k) {
         f.samples = v.size();
         for (double& x : v) x *= scale;
         f.median = detail::median_of(v);
+        f.mean = 0;
+        for (double x : v) f.mean += x / static_cast<double>(v.size());
         f.min = *std::min_element(v.begin(), v.end());
         f.max = *std::max_element(v.begin(), v.end());
         std::vector<double> dev(v.size());
@@ -533,6 +556,16 @@ inline stream stream_of(action_kind k) {
             rep.problem = "the replay failed: " + describe_problem(rep.predicted);
         } else {
             rep.predicted_step = rep.predicted.makespan;
+            cost_model means = out.costs;
+            for (const auto& f : rep.fits)
+                *detail::cost_field(means.per_stage[static_cast<std::size_t>(f.stage)], f.kind) =
+                    f.mean;
+            for (auto& sc : means.per_stage) // B must still cover I and W
+                if (sc.full_backward && (sc.backward_input || sc.backward_weight))
+                    sc.full_backward = std::max({*sc.full_backward, sc.backward_input.value_or(0),
+                                                 sc.backward_weight.value_or(0)});
+            if (const simulation m = simulate(out.executed, means, {.timeline = false}))
+                rep.predicted_step_mean = m.makespan;
             for (const auto& s : rep.predicted.ranks) rep.predicted_idle.push_back(s.idle);
             // Timelines list ranks in order and each rank's actions in its order.
             std::vector<std::pair<double, action_difference>> diffs;
@@ -605,6 +638,9 @@ inline stream stream_of(action_kind k) {
             r.measured_step > 0 ? 100 * (r.predicted_step - r.measured_step) / r.measured_step : 0;
         out += ", predicted " + num(r.predicted_step) + " (" + (err >= 0 ? "+" : "") + num(err) +
                " %)\n";
+        if (r.predicted_step_mean > 0)
+            out += "  with each stage's mean instead of its median (outliers in): predicted " +
+                   num(r.predicted_step_mean) + "\n";
         out += "  rank  measured idle  predicted idle\n";
         for (std::size_t k = 0; k < r.measured_idle.size(); ++k) {
             std::string line = "  " + std::to_string(k);
