@@ -4,7 +4,9 @@
 # of arithmetic, I = F, W = F/2), writes a PP:<action> trace per pipeline rank, and
 # `ppsched calibrate` fits costs to it and replays the executed order. Reports, per schedule and
 # rank count, the largest and mean error of the recovered per-stage costs against the configured
-# ones (target 10 %) and the predicted against the measured step time (target 5 %).
+# ones (target 10 %), the predicted against the measured step time (target 5 %), the replay with
+# per-stage means instead of medians (outliers in: what a busy machine costs), and the 1-minute
+# load average after the run (the machine is shared).
 #
 # usage: scripts/calibration_loop.sh [BUILD_DIR (default build/release)] [OUT_DIR]
 #   RANKS="2 4" SCHEDULES="1F1B Interleaved1F1B ZB-H1 ZBVZeroBubble" MICROBATCHES=8 ITERATIONS=5
@@ -31,8 +33,8 @@ flags=(--oversubscribe --bind-to none --mca btl self,tcp --mca btl_tcp_if_includ
 costs=$(seq -s, 1000 250 2750) # 8 stages; the example repeats the last for more
 mkdir -p "$out"
 results=$out/results.md
-echo "| schedule | ranks | processes | stages | cost error max | cost error mean | measured step (ms) | predicted (ms) | step error |" >"$results"
-echo "|---|---|---|---|---|---|---|---|---|" >>"$results"
+echo "| schedule | ranks | processes | stages | cost error max | cost error mean | measured step (ms) | predicted (ms) | step error | predicted with means (ms) | load |" >"$results"
+echo "|---|---|---|---|---|---|---|---|---|---|---|" >>"$results"
 for ranks in $ranks_list; do
   for s in $schedules; do
     dir=$out/$s.$ranks
@@ -62,8 +64,11 @@ for s, f in enumerate(fit):
 report = open(d + "/report.txt").read()
 m = re.search(r"step time: measured ([0-9.e+-]+).*, predicted ([0-9.e+-]+) \(([-+0-9.e]+) %\)", report)
 measured, predicted, err = (float(m.group(i)) for i in (1, 2, 3))
+mean = re.search(r"mean instead of its median .*: predicted ([0-9.e+-]+)", report)
+load = open("/proc/loadavg").read().split()[0]
 print(f"| {name} | {ranks} | {2 * ranks} | {len(fit)} | {100 * max(errors):.1f} % | "
-      f"{100 * sum(errors) / len(errors):.1f} % | {measured:.1f} | {predicted:.1f} | {err:+.1f} % |")
+      f"{100 * sum(errors) / len(errors):.1f} % | {measured:.1f} | {predicted:.1f} | {err:+.1f} % | "
+      f"{float(mean.group(1)) if mean else float('nan'):.1f} | {load} |")
 EOF
     tail -n 1 "$results"
   done
