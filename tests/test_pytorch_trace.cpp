@@ -268,3 +268,37 @@ TEST_CASE("a trace says when its spans start after the input waits", "[pytorch_t
     CHECK(read({{own, "own"}, {ppsched::io::write_pytorch_trace(r1, 1, 2), "own1"}})
               .spans_after_input_waits);
 }
+
+TEST_CASE("every truncation of a trace is a parse_error, never a crash", "[pytorch_trace]") {
+    // A short cut can still be valid JSON only at the very end (nothing is optional before it).
+    std::size_t errors = 0;
+    for (std::size_t cut = 0; cut + 1 < rank1.size(); ++cut) {
+        const std::string msg = error_of({{rank1.substr(0, cut), "cut.json"}});
+        errors += msg.rfind("parse_error: cut.json:", 0) == 0 ? 1 : 0;
+    }
+    // Only cuts inside the trailing white space after the closing brace read fine.
+    CHECK(errors >= rank1.size() - 3);
+}
+
+TEST_CASE("a merged trace with args.rank pairs each rank's GPU twins by External id",
+          "[pytorch_trace]") {
+    // Two ranks in one file, both on device 0 in their own process; External ids are per
+    // process and collide, the rank tells them apart through the name check.
+    const std::string text = R"({"traceEvents": [
+      {"name": "PP:0F0", "ph": "X", "ts": 10, "dur": 5, "pid": 11, "tid": 11,
+       "cat": "user_annotation", "args": {"External id": 1, "rank": 0}},
+      {"name": "PP:1F0", "ph": "X", "ts": 20, "dur": 5, "pid": 22, "tid": 22,
+       "cat": "user_annotation", "args": {"External id": 1, "rank": 1}},
+      {"name": "PP:0F0", "ph": "X", "ts": 11, "dur": 3, "pid": 0, "tid": 7,
+       "cat": "gpu_user_annotation", "args": {"External id": 1, "rank": 0}},
+      {"name": "PP:1F0", "ph": "X", "ts": 22, "dur": 2, "pid": 0, "tid": 7,
+       "cat": "gpu_user_annotation", "args": {"External id": 1, "rank": 1}}
+    ]})";
+    const measured_trace t = read({{text, "merged.json"}});
+    REQUIRE(t.ranks.size() == 2);
+    CHECK(t.side[0] == trace_side::gpu);
+    CHECK(t.side[1] == trace_side::gpu);
+    CHECK(t.ranks[0][0].start == 11);
+    CHECK(t.ranks[1][0].start == 22);
+    CHECK(t.ranks[1][0].end == 24);
+}
