@@ -249,8 +249,7 @@ TEST_CASE("calibrate rejects an empty trace", "[calibrate]") {
     CHECK_THROWS_AS(calibrate(t), config_error);
 }
 
-TEST_CASE("the replay with means instead of medians shows what the outliers cost",
-          "[calibrate]") {
+TEST_CASE("the replay with means instead of medians shows what the outliers cost", "[calibrate]") {
     const order lowered = lower(generate<one_f_one_b>({.ranks = 2, .microbatches = 8}));
     const cost_model truth = per_stage({2, 3}, {4, 6}, 0.1);
     io::measured_trace t = make_trace(lowered, truth);
