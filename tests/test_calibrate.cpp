@@ -11,6 +11,7 @@
 #include <ppsched/schedules.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -263,4 +264,54 @@ TEST_CASE("the replay with means instead of medians shows what the outliers cost
     REQUIRE(fit_of(c, 1, action_kind::forward));
     CHECK(fit_of(c, 1, action_kind::forward)->mean == Approx(3 + 3.0 * 2 / 8));
     CHECK(c.report.predicted_step_mean > c.report.predicted_step + 1);
+}
+
+TEST_CASE("damaged traces give a report or a config_error, never a crash", "[calibrate]") {
+    const order lowered =
+        lower(generate<zbv_zero_bubble>({.ranks = 2, .stages_per_rank = 2, .microbatches = 4}),
+              {.unshard_reshard = false});
+    cost_model truth;
+    truth.p2p_latency = 0.1;
+    const io::measured_trace good = make_trace(lowered, truth, {.iterations = 2});
+    std::uint64_t state = 12345;
+    auto next = [&](std::size_t n) { // a small fixed-seed generator (splitmix64)
+        state += 0x9E3779B97F4A7C15ULL;
+        std::uint64_t z = state;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        return static_cast<std::size_t>((z ^ (z >> 31)) % n);
+    };
+    int reports = 0, errors = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+        io::measured_trace t = good;
+        for (int m = 0, n = 1 + static_cast<int>(next(3)); m < n; ++m) {
+            auto& row = t.ranks[next(t.ranks.size())];
+            if (row.empty()) continue;
+            const std::size_t i = next(row.size()), j = next(row.size());
+            switch (next(4)) {
+            case 0: // an action lost
+                row.erase(row.begin() + static_cast<std::ptrdiff_t>(i));
+                break;
+            case 1: // two actions swapped in order
+                std::swap(row[i].act, row[j].act);
+                break;
+            case 2: // an action recorded twice
+                row.insert(row.begin() + static_cast<std::ptrdiff_t>(i), row[j]);
+                break;
+            default: // a span moved in time
+                row[i].start -= 700.0 * static_cast<double>(next(10));
+                row[i].end += 300.0 * static_cast<double>(next(10));
+                break;
+            }
+        }
+        try {
+            const calibration c = calibrate(t);
+            CHECK_FALSE(format_calibration(c).empty());
+            ++reports;
+        } catch (const config_error&) {
+            ++errors;
+        }
+    }
+    CHECK(reports + errors == 300);
+    CHECK(reports > 0);
 }
