@@ -24,7 +24,7 @@ py=/usr/bin/python3
 ppsched=$build/tools/ppsched
 example=$build/examples/mpi_pipeline/ppsched_mpi_pipeline
 if [[ ! -x $ppsched || ! -x $example ]]; then
-  cmake --preset release >/dev/null
+  (cd "$root" && cmake --preset release >/dev/null)
   cmake --build "$build" -j2 --target ppsched-cli ppsched_mpi_pipeline
 fi
 flags=(--oversubscribe --bind-to none --mca btl self,tcp --mca btl_tcp_if_include lo
