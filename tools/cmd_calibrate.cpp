@@ -64,6 +64,13 @@ io::chart measured_chart(const calibration& c) {
         rs.busy = r.measured_step - rs.idle;
         rs.bubble_fraction = r.measured_step > 0 ? rs.idle / r.measured_step : 0;
         rs.end = r.measured_step;
+        // Memory is not measured; it follows from the order, as the replay computes it.
+        if (k < r.predicted.ranks.size()) {
+            const rank_summary& p = r.predicted.ranks[k];
+            rs.peak_activations = p.peak_activations;
+            rs.parameters = p.parameters;
+            rs.peak_memory = p.peak_memory;
+        }
         s.total_compute += rs.busy;
         s.ranks.push_back(rs);
     }
