@@ -690,3 +690,65 @@ TEST_CASE("handler sets are recognised by their value type, each kind by its mem
     CHECK(ppsched::handles(f, action_kind::recv_b));
     CHECK_FALSE(ppsched::handles(f, action_kind::overlap_f_b));
 }
+
+namespace {
+/// Rank 0's forwards take 20 ms, so rank 1's forwards wait for their input.
+struct slow_forward_handlers : full_handlers {
+    std::string forward(const step_context& c, std::string in) {
+        if (c.rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        return full_handlers::forward(c, std::move(in));
+    }
+};
+} // namespace
+
+TEST_CASE("the timing hook records every action, a compute's span after its input wait",
+          "[execute][timing]") {
+    const order lowered =
+        ppsched::lower(ppsched::generate<ppsched::one_f_one_b>({.ranks = 2, .microbatches = 2}));
+    world w;
+    std::vector<slow_forward_handlers> h(2);
+    std::vector<ppsched::action_timeline> timing(2);
+    std::vector<std::exception_ptr> errors(2);
+    std::vector<std::thread> threads;
+    for (std::size_t r = 0; r < 2; ++r) {
+        h[r].w = &w;
+        threads.emplace_back([&, r] {
+            try {
+                (void)ppsched::execute(lowered, static_cast<int>(r), h[r], timing[r]);
+            } catch (...) {
+                errors[r] = std::current_exception();
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (auto& e : errors)
+        if (e) std::rethrow_exception(e);
+    using ms = std::chrono::duration<double, std::milli>;
+    for (std::size_t r = 0; r < 2; ++r) {
+        // Every action of the program, in program order, each ending after it starts.
+        std::vector<action> want;
+        for (const auto& s : lowered[r])
+            if (s) want.push_back(*s);
+        REQUIRE(timing[r].entries.size() == want.size());
+        for (std::size_t i = 0; i < want.size(); ++i) {
+            CHECK(timing[r].entries[i].act == want[i]);
+            CHECK(timing[r].entries[i].start <= timing[r].entries[i].end);
+            if (i > 0) CHECK(timing[r].entries[i - 1].end <= timing[r].entries[i].start);
+        }
+    }
+    auto find = [&](std::size_t r, const action& a) {
+        for (const auto& e : timing[r].entries)
+            if (e.act == a) return e;
+        FAIL("no " << ppsched::to_string(a) << " on rank " << r);
+        return timing[r].entries.front();
+    };
+    // Rank 1's first forward waited about 20 ms for rank 0's; its span starts after the send
+    // was posted, so it is much shorter than the wait.
+    const auto send = find(0, action::send_f(0, 0));
+    const auto f = find(1, action::forward(1, 0));
+    CHECK(f.start >= send.start);
+    CHECK(ms(f.end - f.start).count() < 15);
+    // Rank 0's forward spans hold its 20 ms of work.
+    CHECK(ms(find(0, action::forward(0, 0)).end - find(0, action::forward(0, 0)).start).count() >=
+          19);
+}

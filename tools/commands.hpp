@@ -32,6 +32,7 @@ int cmd_trace(std::span<const std::string> argv, output& out);
 int cmd_timeline(std::span<const std::string> argv, output& out);
 int cmd_tune(std::span<const std::string> argv, output& out);
 int cmd_report(std::span<const std::string> argv, output& out);
+int cmd_calibrate(std::span<const std::string> argv, output& out);
 int cmd_validate(std::span<const std::string> argv, output& out);
 int cmd_lower(std::span<const std::string> argv, output& out);
 
@@ -70,6 +71,8 @@ inline constexpr command commands[] = {
      cmd_tune},
     {"report", "write one self-contained interactive HTML page to explore and compare schedules",
      cmd_report},
+    {"calibrate", "fit costs to a measured run (profiler traces) and compare its replay with it",
+     cmd_calibrate},
 };
 
 } // namespace ppsched::cli

@@ -27,6 +27,8 @@
 //   --exit W:STEP     world rank W dies (exits without MPI_Finalize) at step STEP
 //   --accumulate reverse  sum each stage's microbatch gradients last to first (to show that
 //                     the bitwise comparison notices a different summation order)
+//   --stage-cost-us L, --iterations N, --trace DIR: measured runs for `ppsched calibrate`
+//                     (see trace_writer.hpp)
 
 #include <mpi.h>
 
@@ -66,6 +68,9 @@ struct options {
     bool expect_invalid = false;
     bool validate = true;
     run_settings settings;
+    stage_work work;       // --stage-cost-us
+    int iterations = 1;    // --iterations
+    std::string trace_dir; // --trace
 };
 
 /// One run: an order to execute and how to lower it.
@@ -117,6 +122,9 @@ constexpr const char* usage_text =
   --hang W:STEP         world rank W stops responding at step STEP
   --exit W:STEP         world rank W exits without MPI_Finalize at step STEP
   --accumulate reverse  sum microbatch gradients last to first (the check must notice)
+  --stage-cost-us LIST  per-stage F cost in microseconds of arithmetic (I = F, W = F/2)
+  --iterations N        run each order N times
+  --trace DIR           write each pipeline rank's actions to DIR/rank<R>.json (one run only)
 )";
 
 /// Thrown by `--help`: print the usage and stop.
@@ -155,6 +163,13 @@ options parse(int argc, char** argv) {
             std::tie(o.settings.hang_rank, o.settings.hang_step) = rank_and_step(value(), arg);
         } else if (arg == "--exit") {
             std::tie(o.settings.exit_rank, o.settings.exit_step) = rank_and_step(value(), arg);
+        } else if (arg == "--stage-cost-us") {
+            for (const auto& v : split(value(), ',')) o.work.forward_us.push_back(std::stod(v));
+        } else if (arg == "--iterations") {
+            o.iterations = to_int(value(), arg);
+            if (o.iterations < 1) usage_error("--iterations must be >= 1");
+        } else if (arg == "--trace") {
+            o.trace_dir = value();
         } else if (arg == "--accumulate") {
             if (value() != "reverse") usage_error("--accumulate takes 'reverse'");
             o.settings.reverse_accumulation = true;
@@ -347,13 +362,35 @@ run_outcome run(const job& j, const options& opt, const process_grid& world_grid
     check_mpi(MPI_Comm_dup(world_grid.pipeline, &grid.pipeline), "MPI_Comm_dup");
     check_mpi(MPI_Comm_dup(world_grid.replicas, &grid.replicas), "MPI_Comm_dup");
     const auto& program = lowered[static_cast<std::size_t>(grid.pipeline_rank)];
-    mpi_handlers handlers(cfg, program, grid, opt.settings);
-
+    // --iterations: fresh handlers per iteration, the last one's results are checked below.
+    std::optional<mpi_handlers> holder;
+    ppsched::execution_stats stats;
+    std::vector<ppsched::io::measured_action> spans;
+    const bool timed = !opt.trace_dir.empty() || opt.iterations > 1;
     const auto t0 = std::chrono::steady_clock::now();
-    const ppsched::execution_stats stats = ppsched::execute(lowered, grid.pipeline_rank, handlers);
+    for (int it = 0; it < opt.iterations; ++it) {
+        holder.emplace(cfg, program, grid, opt.settings);
+        if (timed) { // a barrier that sleeps while it waits (MPI_Barrier spins on a core)
+            MPI_Request req;
+            check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+            if (const auto r = poll(req, opt.settings.timeout_seconds, "MPI_Ibarrier"); !r)
+                throw std::runtime_error(r.message);
+        }
+        ppsched::action_timeline timeline;
+        stats = ppsched::execute(lowered, grid.pipeline_rank, *holder, timeline);
+        append_spans(timeline, spans);
+    }
+    mpi_handlers& handlers = *holder;
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     out.ran = true;
+    if (!opt.trace_dir.empty() && grid.replica == 0) {
+        write_text_file(opt.trace_dir + "/rank" + std::to_string(grid.pipeline_rank) + ".json",
+                        ppsched::io::write_pytorch_trace(spans, grid.pipeline_rank, cfg.ranks));
+        if (grid.pipeline_rank == 0)
+            write_text_file(opt.trace_dir + "/configured_costs.json",
+                            opt.work.configured_costs(cfg.num_stages()));
+    }
 
     // Compare this process's stages, then the losses gathered from wherever they were computed.
     double mismatches = 0;
@@ -469,11 +506,18 @@ std::vector<job> jobs_of(const options& opt, int pipeline_ranks, bool grid_rank0
     std::vector<job> out;
     for (std::size_t i = 0; i < orders.size(); ++i)
         for (const auto& v : opt.variants) out.push_back({names[i], orders[i], v});
+    if (!opt.trace_dir.empty() && out.size() != 1)
+        usage_error("--trace writes one run: give one schedule, one --config and one --variants (" +
+                    std::to_string(out.size()) + " runs)");
     return out;
 }
 
 int main_body(int argc, char** argv, process_grid& grid, int world_size) {
-    const options opt = parse(argc, argv);
+    options opt = parse(argc, argv);
+    if (opt.work.enabled()) {
+        opt.work.calibrate_loop();
+        opt.settings.work = &opt.work;
+    }
     if (world_size % 2 != 0) usage_error("run with an even number of processes (2 replicas)");
     const int pipeline_ranks = world_size / 2;
     if (!opt.schedule.empty() && opt.schedule != "all" &&
@@ -489,6 +533,7 @@ int main_body(int argc, char** argv, process_grid& grid, int world_size) {
               "MPI_Comm_split");
     check_mpi(MPI_Comm_split(MPI_COMM_WORLD, grid.pipeline_rank, grid.replica, &grid.replicas),
               "MPI_Comm_split");
+    if (opt.work.enabled() && grid.replica == 1) poll_sleep_us = 2000; // see poll_sleep_us
 
     const auto t0 = std::chrono::steady_clock::now();
     int passed = 0, failed = 0;

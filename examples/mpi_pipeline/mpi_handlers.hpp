@@ -17,6 +17,7 @@
 #include <ppsched/order.hpp>
 
 #include "model.hpp"
+#include "trace_writer.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -40,6 +41,7 @@ struct run_settings {
     int exit_rank = -1;                ///< world rank that dies (exits without MPI_Finalize) ...
     int exit_step = -1;                ///< ... at this step
     bool reverse_accumulation = false; ///< sum microbatch gradients last to first (a test)
+    stage_work* work = nullptr;        ///< extra per-stage compute (trace_writer.hpp), or none
 };
 
 /// The communicators of one process.
@@ -59,6 +61,11 @@ inline std::string mpi_error_text(int code) {
         return "MPI error " + std::to_string(code);
     return std::string(text, static_cast<std::size_t>(length));
 }
+
+/// How long `poll` sleeps between tests once a wait is long. Measured runs raise it on the
+/// processes whose timing is not recorded (replica 1), whose frequent wake-ups would otherwise
+/// take the core from the ranks being measured.
+inline int poll_sleep_us = 50;
 
 /// Polls `request` with MPI_Test until it completes, MPI reports an error, or `timeout_seconds`
 /// pass. Never blocks inside MPI, so a peer that died or hangs cannot hang this process.
@@ -92,7 +99,7 @@ inline ppsched::wait_result poll(MPI_Request& request, double timeout_seconds,
         if (spins < 64)
             std::this_thread::yield();
         else
-            std::this_thread::sleep_for(std::chrono::microseconds(50));
+            std::this_thread::sleep_for(std::chrono::microseconds(poll_sleep_us));
     }
 }
 
@@ -194,6 +201,7 @@ class mpi_handlers {
     // ---- compute --------------------------------------------------------------------------
     value_type forward(const ppsched::step_context& c, value_type input) {
         inject_failure(c);
+        extra_work(c);
         stage_state& st = state(c.act.stage());
         const int mb = c.act.microbatch();
         if (c.first_stage) input = input_of(grid_.replica, mb);
@@ -203,6 +211,7 @@ class mpi_handlers {
     }
     value_type backward_input(const ppsched::step_context& c, value_type grad) {
         inject_failure(c);
+        extra_work(c, ppsched::action_kind::backward_input);
         stage_state& st = state(c.act.stage());
         const int mb = c.act.microbatch();
         if (c.last_stage) grad = last_stage_gradient(st, mb);
@@ -210,6 +219,7 @@ class mpi_handlers {
     }
     void backward_weight(const ppsched::step_context& c) {
         inject_failure(c);
+        extra_work(c, ppsched::action_kind::backward_weight);
         stage_state& st = state(c.act.stage());
         const int mb = c.act.microbatch();
         st.contributions[idx(mb)] = stage_backward_weight(st.saved[idx(mb)]);
@@ -280,6 +290,13 @@ class mpi_handlers {
                             tag(c.peer_stage, c.act.microbatch(), fwd), grid_.pipeline,
                             h.request()),
                   "MPI_Isend");
+        // Measured runs (trace_writer.hpp): MPI over TCP moves a message only inside MPI calls,
+        // so without this it would wait for this rank's next call, after its next compute.
+        // Completing the (small, eager) send now puts it on the wire, as the simulator assumes.
+        if (settings_.work) {
+            const auto r = poll(*h.request(), settings_.timeout_seconds, "MPI_Isend");
+            if (!r) throw std::runtime_error(r.message);
+        }
         return h;
     }
     mpi_handle recv(const ppsched::step_context& c) {
@@ -332,6 +349,12 @@ class mpi_handlers {
     std::string where(const ppsched::step_context& c) const {
         return "world rank " + std::to_string(grid_.world_rank) + " " + ppsched::to_string(c.act) +
                ": ";
+    }
+
+    /// The configured per-stage work (replica 0 only; see trace_writer.hpp).
+    void extra_work(const ppsched::step_context& c,
+                    ppsched::action_kind kind = ppsched::action_kind::forward) const {
+        if (settings_.work && grid_.replica == 0) settings_.work->run(c.act.stage(), kind);
     }
 
     /// The failures the tests inject: a process that stops responding, or one that dies.

@@ -27,6 +27,11 @@
 /// them; unshards are waited by the first compute on their stage (or by its RESHARD); sends and
 /// reduce-grads are waited, in program order, after the last action.
 ///
+/// Timing: `execute(..., handlers, observer)` calls `observer.on_action(ctx, start, end)` after
+/// each action (`action_timeline` records them); a compute's start is taken after its inputs were
+/// waited for, so its span is its own work. `io::write_pytorch_trace` writes such a record in
+/// PyTorch's profiler form for `calibrate`.
+///
 /// Every misuse is an `execution_error` naming the rank, step and action: a handler missing for
 /// an action the program contains (checked before anything runs), an action for a stage this
 /// rank does not hold, a compute whose input was never received or produced, a SEND before the
@@ -34,6 +39,7 @@
 /// out wait, and data left unconsumed at the end.
 
 #include <array>
+#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -283,6 +289,38 @@ struct execution_stats {
     std::size_t waits = 0;           ///< handle waits
 };
 
+/// The clock of `execute`'s timing hook.
+using execution_clock = std::chrono::steady_clock;
+
+/// A timing hook for `execute`: `o.on_action(ctx, start, end)` is called after each action
+/// with the times its handler work began and ended. For a compute the start is taken after its
+/// inputs were waited for (a wait shows as idle time before the span, not inside it); for the
+/// other kinds it is the start of the action.
+template <class O>
+concept action_observer = requires(O& o, const step_context& c, execution_clock::time_point t) {
+    o.on_action(c, t, t);
+};
+
+/// An `action_observer` that records every action's start and end: one rank's measured
+/// timeline, in the order the actions ran.
+struct action_timeline {
+    /// One action that ran.
+    struct entry {
+        action act;                        ///< the action (an OVERLAP_F_B as a whole)
+        int step = 0;                      ///< its index in the program
+        execution_clock::time_point start; ///< when its handler work began
+        execution_clock::time_point end;   ///< when it ended
+    };
+    std::vector<entry> entries; ///< in the order the actions ran
+
+    /// Records one action.
+    void on_action(const step_context& c, execution_clock::time_point start,
+                   execution_clock::time_point end) {
+        entries.push_back({c.act, c.step, start, end});
+    }
+};
+static_assert(action_observer<action_timeline>);
+
 namespace detail {
 
 /// Stands in for the handle type of a kind the handlers do not handle (never instantiated at
@@ -386,6 +424,14 @@ class rank_runner {
         shards_.resize(local);
     }
 
+    /// Reports each action's start and end to `notify(observer, ...)` (the timing hook).
+    void observe(void* observer,
+                 void (*notify)(void*, const step_context&, execution_clock::time_point,
+                                execution_clock::time_point)) {
+        observer_ = observer;
+        notify_ = notify;
+    }
+
     template <class Row>
     execution_stats run(const Row& program) {
         prescan(program);
@@ -393,7 +439,10 @@ class rank_runner {
         for (const auto& s : program) {
             if (const action* a = slot_action(s)) {
                 ++stats_.actions;
+                begin_span();
                 run_action(step, *a);
+                if (notify_)
+                    notify_(observer_, context(step, *a), span_start_, execution_clock::now());
             }
             ++step;
         }
@@ -402,6 +451,11 @@ class rank_runner {
     }
 
   private:
+    /// Marks the start of the current action's own work (again after a compute's input waits).
+    void begin_span() {
+        if (notify_) span_start_ = execution_clock::now();
+    }
+
     // ---- errors ---------------------------------------------------------------------------
     [[noreturn]] void fail(execution_failure why, int step, std::optional<action> a,
                            const std::string& detail) const {
@@ -705,18 +759,21 @@ class rank_runner {
         case action_kind::forward:
             if constexpr (handles_forward<H>) {
                 value in = take_input(step, a, a, fwd);
+                begin_span();
                 put_output(step, a, a, fwd, value(h_.forward(ctx, std::move(in))));
             }
             return;
         case action_kind::backward_input:
             if constexpr (handles_backward_input<H>) {
                 value g = take_input(step, a, a, bwd);
+                begin_span();
                 put_output(step, a, a, bwd, value(h_.backward_input(ctx, std::move(g))));
             }
             return;
         case action_kind::full_backward:
             if constexpr (handles_full_backward<H>) {
                 value g = take_input(step, a, a, bwd);
+                begin_span();
                 put_output(step, a, a, bwd, value(h_.full_backward(ctx, std::move(g))));
             }
             return;
@@ -738,6 +795,7 @@ class rank_runner {
         value in = take_input(step, a, f, fwd);
         value g = take_input(step, a, b, bwd);
         const step_context fc = context(step, f), bc = context(step, b);
+        begin_span();
         if constexpr (handles_overlap_f_b<H>) {
             if (handles(h_, action_kind::overlap_f_b)) {
                 ++stats_.computes;
@@ -887,6 +945,10 @@ class rank_runner {
     config cfg_;
     int rank_;
     H& h_;
+    void* observer_ = nullptr;
+    void (*notify_)(void*, const step_context&, execution_clock::time_point,
+                    execution_clock::time_point) = nullptr;
+    execution_clock::time_point span_start_{};
     std::size_t M_ = 0;
     std::vector<input_cell> inputs_;
     std::vector<output_cell> outputs_;
@@ -926,12 +988,35 @@ execution_stats execute(const Row& program, const config& cfg, int rank, H&& han
     return detail::rank_runner<std::remove_cvref_t<H>>(cfg, rank, h).run(program);
 }
 
+/// `execute` with a timing hook: `observer.on_action(ctx, start, end)` after each action (see
+/// `action_observer`; `action_timeline` records them). Otherwise the same as `execute`.
+template <rank_program Row, handler_set_argument H, action_observer O>
+execution_stats execute(const Row& program, const config& cfg, int rank, H&& handlers,
+                        O& observer) {
+    std::remove_cvref_t<H>& h = handlers;
+    detail::rank_runner<std::remove_cvref_t<H>> runner(cfg, rank, h);
+    runner.observe(&observer, [](void* o, const step_context& c, execution_clock::time_point t0,
+                                 execution_clock::time_point t1) {
+        static_cast<O*>(o)->on_action(c, t0, t1);
+    });
+    return runner.run(program);
+}
+
 /// `execute(lowered[rank], lowered.cfg(), rank, handlers)`.
 template <handler_set_argument H>
 execution_stats execute(const order& lowered, int rank, H&& handlers) {
     PPSCHED_EXPECTS(rank >= 0 && static_cast<std::size_t>(rank) < lowered.size(),
                     "ppsched::execute: rank (", rank, ") must be in [0, ", lowered.size(), ")");
     return execute(lowered[static_cast<std::size_t>(rank)], lowered.cfg(), rank, handlers);
+}
+
+/// `execute(lowered[rank], lowered.cfg(), rank, handlers, observer)`.
+template <handler_set_argument H, action_observer O>
+execution_stats execute(const order& lowered, int rank, H&& handlers, O& observer) {
+    PPSCHED_EXPECTS(rank >= 0 && static_cast<std::size_t>(rank) < lowered.size(),
+                    "ppsched::execute: rank (", rank, ") must be in [0, ", lowered.size(), ")");
+    return execute(lowered[static_cast<std::size_t>(rank)], lowered.cfg(), rank, handlers,
+                   observer);
 }
 
 } // namespace ppsched

@@ -16,6 +16,7 @@
 
 #include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/algorithms/step_timeline.hpp"
+#include "ppsched/calibrate.hpp"
 #include "ppsched/cost_model.hpp"
 #include "ppsched/execute.hpp"
 #include "ppsched/registry.hpp"
@@ -23,6 +24,7 @@
 
 #include "ppsched/io/chrome_trace.hpp"
 #include "ppsched/io/cost_json.hpp"
+#include "ppsched/io/pytorch_trace.hpp"
 #include "ppsched/io/csv.hpp"
 #include "ppsched/io/html_report.hpp"
 #include "ppsched/io/step_table.hpp"
