@@ -17,7 +17,9 @@ constexpr layer_kind t = layer_kind::decoder;
 constexpr layer_kind m = layer_kind::mtp;
 constexpr layer_kind L = layer_kind::loss;
 
-std::vector<layer_kind> decoders(int n) { return std::vector<layer_kind>(static_cast<std::size_t>(n), t); }
+std::vector<layer_kind> decoders(int n) {
+    return std::vector<layer_kind>(static_cast<std::size_t>(n), t);
+}
 
 std::vector<layer_kind> join(std::vector<layer_kind> a, const std::vector<layer_kind>& b) {
     a.insert(a.end(), b.begin(), b.end());
@@ -79,8 +81,7 @@ const std::vector<example>& examples() {
 
 } // namespace
 
-TEST_CASE("Megatron layout strings from its docs and tests expand to its stage lists",
-          "[layout]") {
+TEST_CASE("Megatron layout strings from its docs and tests expand to its stage lists", "[layout]") {
     for (const example& ex : examples()) {
         INFO(ex.text);
         CHECK(parse_megatron_layout(ex.text) == ex.stages);
@@ -99,8 +100,7 @@ TEST_CASE("Megatron layout strings round-trip: parse, write, parse", "[layout]")
 
 TEST_CASE("the layout writer uses the docs' compact form", "[layout]") {
     // Megatron's documented string for DeepSeek-V3 on PP16 x VPP2 is already in this form.
-    CHECK(write_megatron_layout(parse_megatron_layout("Et*3|(tt|)*29,m|L")) ==
-          "Et*3|(tt|)*29,m|L");
+    CHECK(write_megatron_layout(parse_megatron_layout("Et*3|(tt|)*29,m|L")) == "Et*3|(tt|)*29,m|L");
     CHECK(write_megatron_layout({{E}, {}, {t}, {L}}) == "E||t|L");
     CHECK(write_megatron_layout({{E, t}, {t, t}, {t, t}, {t, t}}) == "Et|(tt|)*2,tt");
 }
@@ -132,8 +132,7 @@ TEST_CASE("a layout is matched against a model's layers", "[layout]") {
         l.modules = ppsched::detail::plan::default_modules(k);
         model.layers.push_back(l);
     }
-    CHECK(ppsched::split_of(model, parse_megatron_layout("Et|tt|mL")) ==
-          std::vector<int>{2, 2, 2});
+    CHECK(ppsched::split_of(model, parse_megatron_layout("Et|tt|mL")) == std::vector<int>{2, 2, 2});
     CHECK(ppsched::split_of(model, parse_megatron_layout("E||t*3|mL")) ==
           std::vector<int>{1, 0, 3, 2});
     CHECK_THROWS_WITH(ppsched::split_of(model, parse_megatron_layout("Et|tt|tL")),

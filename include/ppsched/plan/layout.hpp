@@ -37,8 +37,8 @@ class layout_parser {
     [[noreturn]] void fail(const std::string& message) const {
         std::string found =
             pos_ < s_.size() ? std::string("'") + s_[pos_] + "'" : std::string("the end");
-        throw parse_error(std::string(source_) + ":1:" + std::to_string(pos_ + 1) + ": " +
-                              message + ", found " + found +
+        throw parse_error(std::string(source_) + ":1:" + std::to_string(pos_ + 1) + ": " + message +
+                              ", found " + found +
                               " (expected E, t, m, L, '|', ',', '(', ')' or '*N')",
                           1, pos_ + 1);
     }
@@ -180,8 +180,8 @@ inline std::string write_stage(const std::vector<layer_kind>& stage) {
     std::size_t at = 0;
     for (int count : stage_layers) {
         PPSCHED_EXPECTS(count >= 0 && at + static_cast<std::size_t>(count) <= m.layers.size(),
-                        "ppsched::layout_of: the stage sizes exceed the model's ",
-                        m.layers.size(), " layers");
+                        "ppsched::layout_of: the stage sizes exceed the model's ", m.layers.size(),
+                        " layers");
         auto& stage = out.emplace_back();
         for (int k = 0; k < count; ++k) stage.push_back(m.layers[at++].kind);
     }
@@ -199,8 +199,9 @@ inline std::string write_stage(const std::vector<layer_kind>& stage) {
     std::size_t at = 0;
     for (std::size_t s = 0; s < layout.size(); ++s) {
         for (layer_kind k : layout[s]) {
-            PPSCHED_EXPECTS(at < m.layers.size(), "ppsched::split_of: the layout has more layers "
-                                                  "than the model (",
+            PPSCHED_EXPECTS(at < m.layers.size(),
+                            "ppsched::split_of: the layout has more layers "
+                            "than the model (",
                             m.layers.size(), "); stage ", s, " goes past the end");
             const model_layer& l = m.layers[at];
             if (l.kind != k)
@@ -242,8 +243,8 @@ module_lists(const model_description& m, std::span<const int> stage_layers) {
 
 /// Module lists as JSON (also a Python literal), one stage per line:
 /// `[["tok_embeddings", "layers.0"],\n ["layers.1", "norm", "output"]]`.
-[[nodiscard]] inline std::string write_module_lists(
-    const std::vector<std::vector<std::string>>& lists) {
+[[nodiscard]] inline std::string
+write_module_lists(const std::vector<std::vector<std::string>>& lists) {
     std::string out = "[";
     for (std::size_t s = 0; s < lists.size(); ++s) {
         out += s ? ",\n [" : "[";

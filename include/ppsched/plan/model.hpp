@@ -60,14 +60,14 @@ enum class layer_kind : std::uint8_t {
 /// One layer of a model (a run of identical layers in the file is expanded into copies).
 struct model_layer {
     layer_kind kind = layer_kind::decoder;
-    std::string name;                     ///< the file's `name` (default: the kind's name)
-    double forward = 0;                   ///< F, ms
-    std::optional<double> backward_input; ///< I, ms (set together with W)
+    std::string name;                      ///< the file's `name` (default: the kind's name)
+    double forward = 0;                    ///< F, ms
+    std::optional<double> backward_input;  ///< I, ms (set together with W)
     std::optional<double> backward_weight; ///< W, ms
     double full_backward = 0;              ///< B, ms (I + W when those are given)
-    double activation = 0;    ///< GB one microbatch's forward keeps until its backward
-    double parameters = 0;    ///< GB of parameters, gradients and optimizer state
-    double send = 0;          ///< MB of the tensor it sends to the next layer
+    double activation = 0;                 ///< GB one microbatch's forward keeps until its backward
+    double parameters = 0;                 ///< GB of parameters, gradients and optimizer state
+    double send = 0;                       ///< MB of the tensor it sends to the next layer
     std::vector<std::string> modules; ///< module names (`{n}`: index among its template's layers)
 
     /// True when the backward can be split into I and W (both given).
@@ -167,8 +167,7 @@ class model_reader {
     }
     double non_negative(const json::value& v, std::string_view key) const {
         const double x = number(v, key);
-        if (!(x >= 0))
-            fail(v, "expected a non-negative number for '" + std::string(key) + "'");
+        if (!(x >= 0)) fail(v, "expected a non-negative number for '" + std::string(key) + "'");
         return x;
     }
     double positive(const json::value& v, std::string_view key) const {
@@ -185,8 +184,8 @@ class model_reader {
 
     void read_layers(const json::value& arr, model_description& m) const {
         if (arr.kind != json::type::array)
-            fail(arr, std::string("expected an array for 'layers', found ") +
-                          json::describe(arr.kind));
+            fail(arr,
+                 std::string("expected an array for 'layers', found ") + json::describe(arr.kind));
         if (arr.items.empty()) fail(arr, "expected at least one layer in 'layers'");
         for (const json::value& v : arr.items) {
             long long count = 1;

@@ -28,8 +28,7 @@ using partition_rule = std::function<bool(int k, int first, int last)>;
 [[nodiscard]] inline std::optional<std::vector<int>>
 min_max_partition(std::span<const double> weights, int parts, std::span<const double> scale = {},
                   const partition_rule& allowed = {}) {
-    PPSCHED_EXPECTS(parts >= 1, "ppsched::min_max_partition: parts must be >= 1 (got ", parts,
-                    ")");
+    PPSCHED_EXPECTS(parts >= 1, "ppsched::min_max_partition: parts must be >= 1 (got ", parts, ")");
     PPSCHED_EXPECTS(scale.empty() || scale.size() == static_cast<std::size_t>(parts),
                     "ppsched::min_max_partition: scale must be empty or have one entry per part");
     const int n = static_cast<int>(weights.size());

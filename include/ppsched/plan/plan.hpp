@@ -62,13 +62,13 @@ struct plan_candidate {
     std::vector<int> stage_layers; ///< layers per stage, in model order
     int stages_per_rank = 1;
     stage_placement placement = stage_placement::loop;
-    std::string rule;           ///< how it was made: `default`, `balanced`, `memory`, ...
-    double least_memory = 0;    ///< the largest per-rank least memory
-    bool fits = false;          ///< least memory within the capacity
-    double lower_bound = 0;     ///< tune's makespan bound (when it fits)
-    bool searched = false;      ///< tune ran on it (else pruned by its bound)
-    double makespan = 0;        ///< tune's makespan (when searched)
-    std::string best_builtin;   ///< its best built-in schedule that fits (when searched)
+    std::string rule;         ///< how it was made: `default`, `balanced`, `memory`, ...
+    double least_memory = 0;  ///< the largest per-rank least memory
+    bool fits = false;        ///< least memory within the capacity
+    double lower_bound = 0;   ///< tune's makespan bound (when it fits)
+    bool searched = false;    ///< tune ran on it (else pruned by its bound)
+    double makespan = 0;      ///< tune's makespan (when searched)
+    std::string best_builtin; ///< its best built-in schedule that fits (when searched)
     double best_builtin_makespan = 0;
 };
 
@@ -114,8 +114,8 @@ inline void add_candidate(std::vector<plan_candidate>& out, std::vector<int> siz
 /// or a memory capacity no candidate split fits (the message says how much memory is
 /// missing). Complexity: O(v_max^2 * ranks * layers^2) for the partitions, plus tune's
 /// searches within `options.time_limit`.
-[[nodiscard]] inline plan_result plan(const model_description& model, int ranks,
-                                      int microbatches, const plan_options& options = {}) {
+[[nodiscard]] inline plan_result plan(const model_description& model, int ranks, int microbatches,
+                                      const plan_options& options = {}) {
     using clock = std::chrono::steady_clock;
     const auto started = clock::now();
     PPSCHED_EXPECTS(ranks >= 1, "ppsched::plan: ranks must be >= 1 (got ", ranks, ")");
@@ -220,8 +220,8 @@ inline void add_candidate(std::vector<plan_candidate>& out, std::vector<int> siz
         if (pruned && !is_default) continue;
         const double spent = std::chrono::duration<double>(clock::now() - started).count();
         tune_options to;
-        to.time_limit = std::max(0.0, options.time_limit - spent) /
-                        static_cast<double>(fitting.size() - k);
+        to.time_limit =
+            std::max(0.0, options.time_limit - spent) / static_cast<double>(fitting.size() - k);
         to.max_evaluations = options.max_evaluations;
         to.seed = options.seed;
         // A default split that cannot win still gives the baseline: its built-ins only.

@@ -112,8 +112,7 @@ namespace ppsched {
 /// torchtitan's default: embedding first, head and loss last). Stages may be empty when there
 /// are fewer decoders than stages. Requires `stages >= 1`.
 [[nodiscard]] inline std::vector<int> default_split(const model_description& m, int stages) {
-    PPSCHED_EXPECTS(stages >= 1, "ppsched::default_split: stages must be >= 1 (got ", stages,
-                    ")");
+    PPSCHED_EXPECTS(stages >= 1, "ppsched::default_split: stages must be >= 1 (got ", stages, ")");
     const int n = static_cast<int>(m.layers.size());
     int first = n, last = -1;
     for (int i = 0; i < n; ++i)
