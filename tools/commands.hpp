@@ -25,6 +25,7 @@ int cmd_compare(std::span<const std::string> argv, output& out);
 int cmd_render(std::span<const std::string> argv, output& out);
 int cmd_trace(std::span<const std::string> argv, output& out);
 int cmd_timeline(std::span<const std::string> argv, output& out);
+int cmd_plan(std::span<const std::string> argv, output& out);
 
 /// One row of the subcommand table.
 struct command {
@@ -48,6 +49,8 @@ inline constexpr command commands[] = {
      cmd_trace},
     {"timeline", "print a simulated timeline for a terminal: a line per rank, a letter per time",
      cmd_timeline},
+    {"plan", "split a model into pipeline stages jointly with its schedule (layout, order)",
+     cmd_plan},
 };
 
 } // namespace ppsched::cli

@@ -19,11 +19,12 @@
 #include <ppsched/registry.hpp>
 
 #include "cli.hpp"
+#include "model_options.hpp"
 
 namespace ppsched::cli {
 
 /// The cost options, in the order `--help` lists them.
-inline constexpr std::array<option, 13> cost_option_list{{
+inline constexpr std::array<option, 15> cost_option_list{{
     {"--costs", "FILE", "cost model as JSON (see docs/simulation.md); the flags below override it"},
     {"--f", "X", "forward time (default 1)"},
     {"--i", "X", "input-gradient backward time (default: F, or B - W)"},
@@ -37,6 +38,10 @@ inline constexpr std::array<option, 13> cost_option_list{{
     {"--activation", "X", "activation memory a forward keeps per microbatch (default 1)"},
     {"--parameters", "X", "parameter memory (default 0)"},
     {"--i-frees", "X", "fraction of the activation memory I frees; W frees the rest (default 0)"},
+    {"--model", "FILE",
+     "with --layout: per-stage costs of a model file's layers (docs/planning.md)"},
+    {"--layout", "STRING",
+     "Megatron layout string splitting --model into stages (\"Et*3|(tt|)*29,m|L\")"},
 }};
 
 /// A command's own options, then `extra` (e.g. `schedule_param_options`), then the cost
@@ -83,6 +88,10 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
 [[nodiscard]] inline cost_model read_cost_options(const args& a) {
     cost_model c;
     if (auto file = a.value("--costs")) c = io::read_cost_json_file(*file);
+    if (auto split = read_model_layout(a)) {
+        if (a.has("--costs")) throw usage_error("--costs and --model cannot be used together");
+        c = std::move(split->costs);
+    }
     const std::array<std::pair<std::string_view, std::optional<double> stage_costs::*>, 9> flags{
         {{"--f", &stage_costs::forward},
          {"--i", &stage_costs::backward_input},
