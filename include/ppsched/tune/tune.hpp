@@ -116,19 +116,35 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
 [[nodiscard]] inline std::vector<greedy_rule> greedy_rules(const model& m) {
     std::vector<greedy_rule> rules;
     const int p = m.ranks;
+    const auto pu = static_cast<std::size_t>(p);
     const int v = static_cast<int>(m.rank_stages[0].size());
-    for (int factor : {1, 2, 3, 1 << 20}) {
-        for (int flags = 0; flags < 8; ++flags) {
+    // Microbatches that can wait on a rank's first stage while one still passes every stage
+    // of the rank: more would deadlock when memory is admitted as it is held.
+    std::vector<int> memory_cap(pu, m.microbatches);
+    for (std::size_t r = 0; r < pu; ++r) {
+        const double first = m.stage[static_cast<std::size_t>(m.rank_stages[r].front())].activation;
+        double need = 0;
+        for (int s : m.rank_stages[r]) need += m.stage[static_cast<std::size_t>(s)].activation;
+        const double room = m.limit[r] - m.parameters[r] - need;
+        if (first > 0 && room < first * m.microbatches)
+            memory_cap[r] = static_cast<int>(std::max(0.0, room / first)) + 1;
+    }
+    for (int factor : {0, 1, 2, 3, 1 << 20}) {
+        for (int flags = 0; flags < 16; ++flags) {
             greedy_rule g;
+            g.reserve = (flags & 8) == 0;
             g.backward_first = (flags & 1) != 0 || factor == 1;
             g.eager_weight = (flags & 2) != 0;
             g.deep_first = (flags & 4) != 0;
             if (factor == 1 && (flags & 1) == 0) continue; // the same as with bit 0 set
-            g.cap.resize(static_cast<std::size_t>(p));
+            if (factor == 0 && g.reserve) continue;          // reserving caps by memory itself
+            g.cap.resize(pu);
             for (int r = 0; r < p; ++r) {
                 // In flight on rank r in 1F1B: p - r microbatches; a V or interleaved rank
                 // holds more stages, so scale by its stage count.
-                const long long c = static_cast<long long>(factor) * (p - r) * v;
+                long long c = factor == 0 ? m.microbatches
+                                          : static_cast<long long>(factor) * (p - r) * v;
+                if (!g.reserve) c = std::min<long long>(c, memory_cap[static_cast<std::size_t>(r)]);
                 g.cap[static_cast<std::size_t>(r)] =
                     static_cast<int>(std::clamp<long long>(c, 1, m.microbatches));
             }

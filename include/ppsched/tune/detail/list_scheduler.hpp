@@ -8,8 +8,10 @@
 /// deadlock and always fit the limit. Also the trivial one-microbatch-at-a-time order, which
 /// fits the least memory any order needs.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "ppsched/tune/detail/evaluator.hpp"
@@ -45,6 +47,10 @@ struct greedy_rule {
     int weight_backlog = 1 << 30; ///< more pending Ws than this on a rank: W first
     std::vector<int> cap;         ///< per rank: microbatches in flight at most (>= 1)
     double noise = 0;             ///< probability of a random ready action instead of the rule's
+    /// Reserve a microbatch's memory on every stage of a rank when it enters the rank (never
+    /// deadlocks); else admit a forward whenever the memory held now allows it (overlaps more,
+    /// but may run into a deadlock, which fails the run).
+    bool reserve = true;
 };
 
 /// Every microbatch through the whole pipeline before the next: fits the least memory.
@@ -76,7 +82,7 @@ struct greedy_rule {
         double at;
     };
     std::vector<std::vector<ready_node>> ready(ranks);
-    std::vector<double> free(ranks, 0), reserved(ranks, 0), need(ranks, 0);
+    std::vector<double> free(ranks, 0), reserved(ranks, 0), need(ranks, 0), held(ranks, 0);
     std::vector<int> in_flight(ranks, 0), pending_w(ranks, 0);
     for (std::size_t r = 0; r < ranks; ++r)
         for (int s : m.rank_stages[r]) need[r] += m.stage[static_cast<std::size_t>(s)].activation;
@@ -87,10 +93,65 @@ struct greedy_rule {
     std::size_t left = 0;
     for (std::size_t r = 0; r < ranks; ++r) left += m.rank_actions(static_cast<int>(r));
 
+    // Without reservation a microbatch enters a rank only when the banker's test says every
+    // microbatch on the rank can still pass all of the rank's stages (some order of them
+    // finishing, each needing its remaining stages' activations, exists within the limit).
+    // Per rank and microbatch: the rank's stages it has entered and the memory it holds.
+    const auto per_rank = static_cast<std::size_t>(mbs);
+    std::vector<int> entered(rule.reserve ? 0 : ranks * per_rank, 0);
+    std::vector<double> mb_held(rule.reserve ? 0 : ranks * per_rank, 0.0);
+    std::vector<std::vector<double>> still_needs(ranks); // [r][k]: activations of stages >= k
+    for (std::size_t r = 0; r < ranks; ++r) {
+        const auto& st = m.rank_stages[r];
+        still_needs[r].assign(st.size() + 1, 0);
+        for (std::size_t k = st.size(); k-- > 0;)
+            still_needs[r][k] =
+                still_needs[r][k + 1] + m.stage[static_cast<std::size_t>(st[k])].activation;
+    }
+    std::vector<char> can_enter(ranks, 1), dirty(ranks, 1);
+    std::vector<std::pair<double, double>> claims; // (still needed, held)
+    auto safe_to_enter = [&](std::size_t r) {
+        if (!dirty[r]) return can_enter[r] != 0;
+        dirty[r] = 0;
+        const double first = m.stage[static_cast<std::size_t>(first_stage(r))].activation;
+        double avail = m.limit[r] - m.parameters[r] - held[r] - first;
+        claims.clear();
+        claims.emplace_back(need[r] - first, first);
+        for (std::size_t j = 0; j < per_rank; ++j) {
+            const std::size_t i = r * per_rank + j;
+            if (entered[i] == 0 || mb_held[i] <= 0) continue;
+            claims.emplace_back(still_needs[r][static_cast<std::size_t>(entered[i])], mb_held[i]);
+        }
+        std::sort(claims.begin(), claims.end());
+        bool ok = avail >= 0;
+        for (const auto& [needs, holds] : claims) {
+            if (!ok || needs > avail + 1e-12 * (1 + avail)) {
+                ok = false;
+                break;
+            }
+            avail += holds;
+        }
+        can_enter[r] = ok ? 1 : 0;
+        return ok;
+    };
     auto admissible = [&](std::size_t r, int node) {
         if (model::kind_of(node) != kind_forward) return true;
-        if (m.stage_of(node) != first_stage(r)) return true; // already admitted on this rank
+        const bool enters = m.stage_of(node) == first_stage(r);
+        if (!rule.reserve) {
+            if (enters && (in_flight[r] >= rule.cap[r] || !safe_to_enter(r))) return false;
+            return m.parameters[r] + held[r] +
+                       m.stage[static_cast<std::size_t>(m.stage_of(node))].activation <=
+                   m.limit[r];
+        }
+        if (!enters) return true; // already admitted on this rank
         return in_flight[r] < rule.cap[r] && m.parameters[r] + reserved[r] + need[r] <= m.limit[r];
+    };
+    auto track = [&](std::size_t r, int j, double delta, bool forward) {
+        if (rule.reserve) return;
+        const std::size_t i = r * per_rank + static_cast<std::size_t>(j);
+        if (forward) ++entered[i];
+        mb_held[i] += delta;
+        dirty[r] = 1;
     };
     std::vector<std::size_t> choice;
     while (left > 0) {
@@ -158,6 +219,8 @@ struct greedy_rule {
         out[r].push_back(x);
         --left;
         if (k == kind_forward) {
+            held[r] += st.activation;
+            track(r, j, st.activation, true);
             if (s == first_stage(r)) {
                 ++in_flight[r];
                 reserved[r] += need[r];
@@ -171,6 +234,8 @@ struct greedy_rule {
             }
         } else if (k == kind_backward) {
             reserved[r] -= m.split ? st.activation * m.frees_by_i : st.activation;
+            held[r] -= m.split ? st.activation * m.frees_by_i : st.activation;
+            track(r, j, -(m.split ? st.activation * m.frees_by_i : st.activation), false);
             if (m.split) {
                 ready[r].push_back({m.node(s, j, kind_weight), finish});
                 ++pending_w[r];
@@ -184,6 +249,8 @@ struct greedy_rule {
             }
         } else {
             reserved[r] -= st.activation * (1 - m.frees_by_i);
+            held[r] -= st.activation * (1 - m.frees_by_i);
+            track(r, j, -(st.activation * (1 - m.frees_by_i)), false);
             --pending_w[r];
             if (s == first_stage(r)) --in_flight[r];
         }

@@ -37,11 +37,20 @@ struct budget {
     }
 };
 
-/// A swap of two adjacent actions of one rank.
-struct swap_move {
+/// A move of one action of a rank from one position to another (the actions between shift by
+/// one): an adjacent swap when the positions differ by one.
+struct shift_move {
     int rank = 0;
-    std::size_t at = 0; ///< positions `at` and `at + 1`
+    std::size_t from = 0, to = 0;
 };
+
+/// Applies `mv` to `row`; `shift_move{r, to, from}` undoes it.
+inline void apply_move(std::vector<int>& row, const shift_move& mv) {
+    const auto first = row.begin();
+    const auto f = static_cast<std::ptrdiff_t>(mv.from), t = static_cast<std::ptrdiff_t>(mv.to);
+    if (f < t) std::rotate(first + f, first + f + 1, first + t + 1);
+    else if (t < f) std::rotate(first + t, first + f, first + f + 1);
+}
 
 /// The critical chain of the last recorded run, from its end back to its start.
 inline void critical_chain(const model& m, const evaluator& ev, const sequences& seq,
@@ -71,53 +80,77 @@ inline void critical_chain(const model& m, const evaluator& ev, const sequences&
 /// Improves `seq` (whose evaluation is `cur`) in place by tabu search until `patience` steps
 /// bring no new best or the budget is spent. Returns the best order's evaluation (left in
 /// `seq`).
+///
+/// Moves (the N6 neighbourhood of job-shop scheduling): the critical chain splits into blocks,
+/// runs of actions adjacent on one rank each starting when the one before ends; an action of a
+/// block moves to just before the block's first action or just after its last (the makespan
+/// can only shrink if a block's first or last action changes). At most `reach` positions per
+/// block end are tried, so a step costs O(chain * reach * n).
 inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, evaluation cur,
                               budget& limit, rng& random, int patience) {
     sequences best_seq = seq;
     evaluation best = cur;
     std::vector<std::size_t> where(m.node_count(), 0);
-    auto reindex = [&](std::size_t r) {
-        for (std::size_t i = 0; i < seq[r].size(); ++i)
+    auto reindex = [&](std::size_t r, std::size_t lo, std::size_t hi) {
+        for (std::size_t i = lo; i <= hi && i < seq[r].size(); ++i)
             where[static_cast<std::size_t>(seq[r][i])] = i;
     };
-    for (std::size_t r = 0; r < seq.size(); ++r) reindex(r);
-    // Tabu: the pair just swapped may not be swapped back for `tenure` steps.
-    std::vector<std::pair<std::uint64_t, int>> tabu; // (pair key, expires at step)
-    const int tenure = 7;
+    for (std::size_t r = 0; r < seq.size(); ++r) reindex(r, 0, seq[r].size());
+    // Tabu: an action just moved may not move again for a few steps (unless it gives a new
+    // best order).
+    std::vector<int> tabu_until(m.node_count(), -1);
+    const int tenure = 5;
+    std::size_t total = 0;
+    for (const auto& row : seq) total += row.size();
+    // Fewer positions per block on large problems: each try is a timing of the whole order.
+    const std::size_t reach = total <= 2000 ? 8 : total <= 20000 ? 4 : 2;
     std::vector<int> chain;
-    std::vector<swap_move> moves;
+    std::vector<shift_move> moves;
     int since_best = 0;
     for (int step = 0; since_best < patience; ++step) {
         if (best.makespan <= limit.target || limit.spent(ev)) break;
         (void)ev.run<true>(seq);
         critical_chain(m, ev, seq, chain);
+        std::reverse(chain.begin(), chain.end()); // first to last
         moves.clear();
-        // Adjacent pairs of one rank along the chain: `chain[i+1]` right before `chain[i]`.
-        for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
-            const int b = chain[i], a = chain[i + 1];
-            const int r = m.stage[static_cast<std::size_t>(m.stage_of(a))].rank;
-            if (m.stage[static_cast<std::size_t>(m.stage_of(b))].rank != r) continue;
-            const std::size_t at = where[static_cast<std::size_t>(a)];
-            if (at + 1 >= seq[static_cast<std::size_t>(r)].size() ||
-                seq[static_cast<std::size_t>(r)][at + 1] != b || direct_dependency(m, a, b))
-                continue;
-            moves.push_back({r, at});
+        auto rank_of = [&](int x) { return m.stage[static_cast<std::size_t>(m.stage_of(x))].rank; };
+        for (std::size_t i = 0; i < chain.size();) {
+            // The block starting at chain[i].
+            std::size_t j = i;
+            const int r = rank_of(chain[i]);
+            while (j + 1 < chain.size() && rank_of(chain[j + 1]) == r &&
+                   where[static_cast<std::size_t>(chain[j + 1])] ==
+                       where[static_cast<std::size_t>(chain[j])] + 1)
+                ++j;
+            if (j > i) {
+                const std::size_t a = where[static_cast<std::size_t>(chain[i])];
+                const std::size_t b = where[static_cast<std::size_t>(chain[j])];
+                for (std::size_t k = a + 1; k <= b && k <= a + reach; ++k) moves.push_back({r, k, a});
+                for (std::size_t k = b; k-- > a && k + reach >= b;) moves.push_back({r, k, b});
+            }
+            i = j + 1;
         }
         if (moves.empty()) break;
         evaluation pick{};
-        swap_move chosen{};
+        shift_move chosen{};
         bool found = false;
-        for (const swap_move& mv : moves) {
+        for (const shift_move& mv : moves) {
             auto& row = seq[static_cast<std::size_t>(mv.rank)];
-            const int a = row[mv.at], b = row[mv.at + 1];
-            const std::uint64_t key =
-                (static_cast<std::uint64_t>(static_cast<std::uint32_t>(std::min(a, b))) << 32) |
-                static_cast<std::uint32_t>(std::max(a, b));
-            bool is_tabu = false;
-            for (const auto& t : tabu) is_tabu = is_tabu || (t.first == key && t.second > step);
-            std::swap(row[mv.at], row[mv.at + 1]);
+            const int x = row[mv.from];
+            // A move past an action it depends on (or that depends on it) cannot run.
+            bool blocked = false;
+            if (mv.to < mv.from) {
+                for (std::size_t k = mv.to; k < mv.from && !blocked; ++k)
+                    blocked = direct_dependency(m, row[k], x);
+            } else {
+                for (std::size_t k = mv.from + 1; k <= mv.to && !blocked; ++k)
+                    blocked = direct_dependency(m, x, row[k]);
+            }
+            if (blocked) continue;
+            const bool is_tabu = tabu_until[static_cast<std::size_t>(x)] > step;
+            apply_move(row, mv);
             const evaluation e = ev.run(seq);
-            std::swap(row[mv.at], row[mv.at + 1]);
+            apply_move(row, {mv.rank, mv.to, mv.from});
             if (!e.ok) continue;
             if (is_tabu && !better(e, best)) continue;
             // Random tie-breaking between equal candidates keeps plateaus from cycling.
@@ -130,15 +163,11 @@ inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, eva
         }
         if (!found) break;
         auto& row = seq[static_cast<std::size_t>(chosen.rank)];
-        const int a = row[chosen.at], b = row[chosen.at + 1];
-        std::swap(row[chosen.at], row[chosen.at + 1]);
-        where[static_cast<std::size_t>(a)] = chosen.at + 1;
-        where[static_cast<std::size_t>(b)] = chosen.at;
-        const std::uint64_t key =
-            (static_cast<std::uint64_t>(static_cast<std::uint32_t>(std::min(a, b))) << 32) |
-            static_cast<std::uint32_t>(std::max(a, b));
-        std::erase_if(tabu, [&](const auto& t) { return t.second <= step; });
-        tabu.emplace_back(key, step + 1 + tenure + static_cast<int>(random.below(4)));
+        const int x = row[chosen.from];
+        apply_move(row, chosen);
+        reindex(static_cast<std::size_t>(chosen.rank), std::min(chosen.from, chosen.to),
+                std::max(chosen.from, chosen.to));
+        tabu_until[static_cast<std::size_t>(x)] = step + 1 + tenure + static_cast<int>(random.below(3));
         cur = pick;
         if (better(cur, best)) {
             best = cur;
