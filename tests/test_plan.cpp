@@ -79,9 +79,12 @@ TEST_CASE("plan at 16 ranks fits memory and is never slower than the default", "
     opts.max_stages_per_rank = 1;
     opts.time_limit = 2;
     opts.max_evaluations = 100;
-    const model_description m = example("deepseek_v3.json");
-    const plan_result r = plan(m, 16, 16, opts);
-    check_plan(m, r, 16);
+    for (const char* file : {"llama_dense.json", "deepseek_v3.json"}) {
+        INFO(file);
+        const model_description m = example(file);
+        const plan_result r = plan(m, 16, 16, opts);
+        check_plan(m, r, 16);
+    }
 }
 
 TEST_CASE("plan balances an uneven model better than the default split", "[plan]") {
@@ -112,6 +115,33 @@ TEST_CASE("plan balances an uneven model better than the default split", "[plan]
     CHECK(r.default_stage_layers == std::vector<int>{3, 2, 2, 3});
     // The head stage gets no decoder but one: 4 x F+B on the heaviest stage instead of 5.
     CHECK(r.stage_layers.back() <= 2);
+}
+
+TEST_CASE("the default split puts extra decoders first and tolerates empty stages", "[plan]") {
+    model_description m;
+    auto add = [&](ppsched::layer_kind k) {
+        ppsched::model_layer l;
+        l.kind = k;
+        m.layers.push_back(l);
+    };
+    add(ppsched::layer_kind::embedding);
+    for (int i = 0; i < 5; ++i) add(ppsched::layer_kind::decoder);
+    add(ppsched::layer_kind::mtp);
+    add(ppsched::layer_kind::loss);
+    CHECK(ppsched::default_split(m, 2) == std::vector<int>{4, 4});
+    CHECK(ppsched::default_split(m, 4) == std::vector<int>{3, 1, 1, 3});
+    CHECK(ppsched::default_split(m, 7) == std::vector<int>{2, 1, 1, 1, 1, 0, 2});
+    const ppsched::config cfg{.ranks = 2,
+                              .stages_per_rank = 2,
+                              .microbatches = 4,
+                              .placement = ppsched::stage_placement::v};
+    for (auto& l : m.layers) {
+        l.parameters = 1;
+        l.activation = 0.5;
+    }
+    // V placement: rank 0 holds stages 0 and 3, rank 1 stages 1 and 2.
+    CHECK(ppsched::least_rank_memory(m, std::vector<int>{3, 1, 1, 3}, cfg) ==
+          std::vector<double>{9, 3});
 }
 
 TEST_CASE("a memory capacity no split meets is an error saying how much is missing", "[plan]") {

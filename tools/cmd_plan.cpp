@@ -139,6 +139,10 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
          format_number(model.memory_capacity) + ")\n";
     s += "  megatron       --pipeline-model-parallel-layout \"" + layout + "\"\n";
     s += "  layers/stage   " + json_int_array(r.stage_layers) + "\n";
+    if (r.placement == stage_placement::v)
+        s += "                 (stages in model order; V placement: rank r holds stages r and\n"
+             "                 2P-1-r, ..., as torchtitan's V schedules place them; Megatron's\n"
+             "                 layout places stage s on rank s % P)\n";
     s += "  torchtitan     module_fqns_per_model_part =\n" + modules + "\n\n";
     if (r.default_schedule.empty()) {
         s += "default split: no built-in schedule fits its memory\n";

@@ -49,3 +49,14 @@ ppsched_cli_test(simulate_layout_bad_text 2 STDERR_HAS "--layout:1:5: unexpected
 ppsched_cli_test(simulate_layout_stage_count 2 STDERR_HAS "not a multiple of the 2 ranks"
                  ARGS simulate 1F1B --ranks 2 --microbatches 4 --model ${tiny}
                       --layout "Et*4|t*2|t*2L")
+foreach(case IN ITEMS "model_tiny.json;2;4" "../../../examples/models/deepseek_v3.json;4;8")
+  list(GET case 0 file)
+  list(GET case 1 ranks)
+  list(GET case 2 mb)
+  get_filename_component(stem ${file} NAME_WE)
+  add_test(NAME cli.plan_layout_roundtrip_${stem}
+           COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:ppsched-cli> -DMODEL=${data}/${file}
+                   -DRANKS=${ranks} -DMB=${mb}
+                   -DOUT=${CMAKE_CURRENT_BINARY_DIR}/plan_roundtrip_${stem}.csv
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/plan_layout_roundtrip.cmake.in)
+endforeach()
