@@ -21,6 +21,9 @@
 ///    whose bound cannot beat the best makespan found. Every candidate's built-in schedules
 ///    are tuned's start points, so the plan is never slower than the default split with its
 ///    best built-in schedule.
+/// 4. Refinement: the best split's neighbours (one layer moved across one boundary) are tuned
+///    when their bound can beat it, and kept when the schedule gets faster (a few passes,
+///    within the time limit).
 
 #include <algorithm>
 #include <chrono>
@@ -250,6 +253,66 @@ inline void add_candidate(std::vector<plan_candidate>& out, std::vector<int> siz
             result.schedule = std::move(r);
         }
     }
+    // 4. Refinement: move one layer across one boundary of the best split while that makes
+    // the tuned schedule faster; a neighbour is tuned only when its bound can beat the best.
+    // At most 4 passes of 2 (stages - 1) neighbours, within the time limit.
+    auto left = [&] {
+        return options.time_limit - std::chrono::duration<double>(clock::now() - started).count();
+    };
+    for (int pass = 0; pass < 4 && have && left() > 0; ++pass) {
+        bool improved = false;
+        const int stages = static_cast<int>(result.stage_layers.size());
+        for (int b = 0; b + 1 < stages && left() > 0; ++b) {
+            for (int d : {-1, 1}) {
+                std::vector<int> sizes = result.stage_layers;
+                sizes[static_cast<std::size_t>(b)] += d;
+                sizes[static_cast<std::size_t>(b + 1)] -= d;
+                if (sizes[static_cast<std::size_t>(b)] < 1 ||
+                    sizes[static_cast<std::size_t>(b + 1)] < 1)
+                    continue;
+                const config cfg{.ranks = ranks,
+                                 .stages_per_rank = result.stages_per_rank,
+                                 .microbatches = microbatches,
+                                 .placement = result.placement};
+                const std::vector<double> need = least_rank_memory(model, sizes, cfg);
+                if (*std::max_element(need.begin(), need.end()) > capacity) continue;
+                tune_problem p = split_problem(model, sizes, ranks, microbatches,
+                                               result.stages_per_rank, result.placement);
+                if (options.fused_backward) p.backward = backward_mode::fused;
+                const double bound = lower_bound(p).value;
+                if (bound >= result.schedule.makespan * (1 - 1e-12)) continue;
+                tune_options to;
+                to.time_limit = std::min(left(), options.time_limit / 10);
+                to.max_evaluations = options.max_evaluations;
+                to.seed = options.seed;
+                tune_result r = tune(p, to);
+                plan_candidate c;
+                c.stage_layers = sizes;
+                c.stages_per_rank = result.stages_per_rank;
+                c.placement = result.placement;
+                c.rule = "refined";
+                c.least_memory = *std::max_element(need.begin(), need.end());
+                c.fits = true;
+                c.lower_bound = bound;
+                c.searched = true;
+                c.makespan = r.makespan;
+                c.best_builtin = r.best_builtin;
+                c.best_builtin_makespan = r.best_builtin_makespan;
+                cands.push_back(std::move(c));
+                if (r.makespan < result.schedule.makespan * (1 - 1e-9)) {
+                    result.stage_layers = std::move(sizes);
+                    if (result.rule.find("refined") == std::string::npos)
+                        result.rule += ", refined";
+                    result.problem = std::move(p);
+                    result.schedule = std::move(r);
+                    improved = true;
+                    break; // the boundary's other direction starts from the new split
+                }
+            }
+        }
+        if (!improved) break;
+    }
+
     result.candidates = std::move(cands);
     result.elapsed = std::chrono::duration<double>(clock::now() - started).count();
     return result;
