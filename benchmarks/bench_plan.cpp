@@ -41,7 +41,9 @@ void plan_candidates(benchmark::State& state) { run_plan(state, 1); }
 
 BENCHMARK(plan_default)
     ->Name("plan/deepseek_v3/p16/v4/default")
+    ->Arg(16)
     ->Arg(32)
+    ->Arg(64)
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
 BENCHMARK(plan_candidates)
