@@ -4,7 +4,9 @@ set(plan_fast --time-limit 2 --max-evaluations 200)
 ppsched_cli_test(plan_help 0 STDOUT_HAS "--max-stages-per-rank" ARGS plan --help)
 ppsched_cli_test(plan_text 0 STDOUT_HAS "--pipeline-model-parallel-layout \""
                  ARGS plan ${tiny} --ranks 2 --microbatches 4 ${plan_fast})
-ppsched_cli_test(plan_torchtitan 0 STDOUT_HAS "[\"tok_embeddings\", \"layers.0\""
+ppsched_cli_test(plan_torchtitan 0 STDOUT_HAS "[[\"tok_embeddings\""
+                 ARGS plan ${tiny} --ranks 2 --microbatches 4 ${plan_fast})
+ppsched_cli_test(plan_torchtitan_last 0 STDOUT_HAS "\"norm\", \"output\"]]"
                  ARGS plan ${tiny} --ranks 2 --microbatches 4 ${plan_fast})
 ppsched_cli_test(plan_default 0 STDOUT_HAS "default split: "
                  ARGS plan ${tiny} --ranks 2 --microbatches 4 ${plan_fast})
