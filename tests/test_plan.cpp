@@ -70,6 +70,10 @@ TEST_CASE("plan beats or equals the default split on the example models", "[plan
             INFO(file << ", p " << p);
             const plan_result r = plan(m, p, 2 * p, opts);
             check_plan(m, r, p);
+            // DeepSeek-V3's default split is unbalanced (3 dense + 13 MoE layers with the
+            // embedding, MTP and loss together on the last stage): the plan must be faster.
+            if (std::string(file) == "deepseek_v3.json")
+                CHECK(r.schedule.makespan < r.default_makespan);
         }
     }
 }

@@ -245,11 +245,16 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         io::svg_options opts;
         opts.title = "ppsched compare: " + std::to_string(p) + " ranks, " + std::to_string(m) +
                      " microbatches" + (a.has("--lower") ? ", lowered" : "");
-        opts.subtitle = "fastest first; the costs are a rank's share of the model, split over "
-                        "its V stages";
+        opts.subtitle = from_model ? "fastest first; per-stage costs of --model --layout"
+                                   : "fastest first; the costs are a rank's share of the model, "
+                                     "split over its V stages";
         write_output_file(*path, io::write_svg(charts, opts));
     }
     if (format == "text") out.out = text_report(p, m, limit, results, rejected);
+    if (from_model && format == "text") {
+        const std::string share = "the costs are a rank's share of the model";
+        out.out.replace(out.out.find(share), share.size(), "per-stage costs of --model --layout");
+    }
     if (format == "json") out.out = json_report(p, m, limit, results, rejected);
     if (results.empty()) {
         out.err = "ppsched: compare: no schedule accepts " + std::to_string(p) + " ranks and " +

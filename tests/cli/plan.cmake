@@ -38,7 +38,7 @@ ppsched_cli_test(simulate_model_layout_interleaved 0 STDOUT_HAS "2 stages per ra
 ppsched_cli_test(render_model_layout 0 STDOUT_HAS "makespan"
                  ARGS render 1F1B --ranks 2 --microbatches 4 --model ${tiny} --layout "Et*4|t*4L"
                       --output -)
-ppsched_cli_test(compare_model_layout 0 STDOUT_HAS "1F1B"
+ppsched_cli_test(compare_model_layout 0 STDOUT_HAS "per-stage costs of --model --layout"
                  ARGS compare --ranks 2 --microbatches 4 --model ${tiny} --layout "Et*4|t*4L")
 ppsched_cli_test(simulate_layout_without_model 2 STDERR_HAS "--layout needs --model"
                  ARGS simulate 1F1B --ranks 2 --microbatches 4 --layout "Et*4|t*4L")
