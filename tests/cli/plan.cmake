@@ -20,7 +20,9 @@ ppsched_cli_test(plan_no_model 2 STDERR_HAS "missing argument MODEL.json"
                  ARGS plan --ranks 2 --microbatches 4)
 ppsched_cli_test(plan_bad_model 2 STDERR_HAS "model_bad.json:4:5: the layer gives 'I' but not 'W'"
                  ARGS plan ${data}/model_bad.json --ranks 2 --microbatches 4)
-ppsched_cli_test(plan_memory_missing 2 STDERR_HAS "1.000000 GB missing"
+ppsched_cli_test(plan_memory_missing 2 STDERR_HAS "3 GB per rank: the least any split tried needs is 4 GB"
+                 ARGS plan ${data}/model_too_big.json --ranks 2 --microbatches 4)
+ppsched_cli_test(plan_memory_missing_amount 2 STDERR_HAS "), 1 GB missing"
                  ARGS plan ${data}/model_too_big.json --ranks 2 --microbatches 4)
 ppsched_cli_test(plan_bad_format 2 ARGS plan ${tiny} --ranks 2 --microbatches 4 --format xml)
 # The order written by --output is a valid CSV order the tool reads back.

@@ -26,6 +26,8 @@
 ///    within the time limit).
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -108,6 +110,14 @@ inline void add_candidate(std::vector<plan_candidate>& out, std::vector<int> siz
     c.placement = placement;
     c.rule = std::move(rule);
     out.push_back(std::move(c));
+}
+
+// A number for messages: up to 6 significant digits (`4`, `1.25`).
+inline std::string short_number(double v) {
+    std::array<char, 32> buf{};
+    const auto res =
+        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 6);
+    return {buf.data(), res.ptr};
 }
 
 } // namespace detail::plan
@@ -200,11 +210,12 @@ inline void add_candidate(std::vector<plan_candidate>& out, std::vector<int> siz
         fitting.push_back(i);
     }
     if (fitting.empty())
-        throw config_error(
-            "ppsched::plan: no split of the model fits the memory capacity of " +
-            std::to_string(capacity) + " GB per rank: the least any split tried needs is " +
-            std::to_string(least_needed) + " GB (parameters plus one microbatch's activations), " +
-            std::to_string(least_needed - capacity) + " GB missing");
+        throw config_error("ppsched::plan: no split of the model fits the memory capacity of " +
+                           detail::plan::short_number(capacity) +
+                           " GB per rank: the least any split tried needs is " +
+                           detail::plan::short_number(least_needed) +
+                           " GB (parameters plus one microbatch's activations), " +
+                           detail::plan::short_number(least_needed - capacity) + " GB missing");
 
     // 3. Tune the candidates, most promising first.
     std::stable_sort(fitting.begin(), fitting.end(), [&](std::size_t a, std::size_t b) {
