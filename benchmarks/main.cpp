@@ -196,6 +196,7 @@ int main(int argc, char** argv) {
         }
     }
     register_reference_benchmarks();
+    register_tune_benchmarks();
 
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -112,5 +112,7 @@ std::vector<algorithm> simulate_benchmarks();
 std::vector<algorithm> io_benchmarks();
 /// The configurations of the Python reference figures in issue 8.
 void register_reference_benchmarks();
+/// Registers the auto-scheduler benchmarks (bench_tune.cpp).
+void register_tune_benchmarks();
 
 } // namespace ppsched::bench

@@ -36,6 +36,7 @@ pictures=(
   "dualpipe_v_4x10|DualPipeV --ranks 4 --microbatches 10"
   "dualpipe_4x8|DualPipe --ranks 4 --microbatches 8"
   "compare_4x8|compare --ranks 4 --microbatches 8 --max-stages-per-rank 2"
+  "tune_uneven_4x8|tune --ranks 4 --microbatches 8 --costs @ROOT@/examples/costs_uneven_4.json --memory-limit 3 --max-evaluations 20000 --time-limit 600 --quiet --format none"
 )
 
 tmp=$(mktemp -d)
@@ -43,8 +44,12 @@ trap 'rm -rf "$tmp"' EXIT
 for entry in "${pictures[@]}"; do
   name=${entry%%|*}
   read -r -a args <<<"${entry#*|}"
-  [[ ${args[0]} == compare ]] || args=(render "${args[@]}")
-  if ! "$tool" "${args[@]}" --output "$tmp/$name.svg" >"$tmp/log" 2>&1; then
+  args=("${args[@]//@ROOT@/$root}")
+  [[ ${args[0]} == compare || ${args[0]} == tune ]] || args=(render "${args[@]}")
+  # tune writes its order with --output and its picture with --picture.
+  flag=--output
+  [[ ${args[0]} == tune ]] && flag=--picture
+  if ! "$tool" "${args[@]}" "$flag" "$tmp/$name.svg" >"$tmp/log" 2>&1; then
     echo "update-pictures: 'ppsched ${args[*]}' failed:" >&2
     cat "$tmp/log" >&2
     exit 1

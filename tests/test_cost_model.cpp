@@ -100,7 +100,7 @@ TEST_CASE("send, receive and reshard take no time on the rank", "[cost_model]") 
 TEST_CASE("negative or inconsistent costs are configuration errors", "[cost_model][errors]") {
     cost_model c;
     c.uniform.forward = -1;
-    CHECK_THROWS_WITH(c.at(0), "ppsched::cost_model: F must be a non-negative number");
+    CHECK_THROWS_WITH(c.at(0), "ppsched::cost_model: F must be a finite non-negative number");
     cost_model d;
     d.uniform.full_backward = 1;
     d.uniform.backward_input = 2;
@@ -111,4 +111,27 @@ TEST_CASE("negative or inconsistent costs are configuration errors", "[cost_mode
     cost_model f;
     f.p2p_latency = std::numeric_limits<double>::quiet_NaN();
     CHECK_THROWS_AS(f.check(), ppsched::config_error);
+}
+
+TEST_CASE("non-finite costs and totals that would overflow are refused by one rule",
+          "[cost_model][errors]") {
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    cost_model a;
+    a.uniform.forward = inf;
+    CHECK_THROWS_WITH(a.at(0), "ppsched::cost_model: F must be a finite non-negative number");
+    cost_model n;
+    n.uniform.full_backward = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_AS(n.at(0), ppsched::config_error);
+    cost_model l;
+    l.p2p_latency = inf;
+    CHECK_THROWS_AS(l.check(), ppsched::config_error);
+    // Each value finite, but a sum over the order is not.
+    cost_model big = cost_model::uniform_fb(1e308, 1e308);
+    CHECK_NOTHROW(big.at(0));
+    CHECK_THROWS_AS(big.check_totals(16, 2), ppsched::config_error);
+    cost_model fine = cost_model::uniform_fb(1e300, 2e300);
+    CHECK_NOTHROW(fine.check_totals(1000, 4));
+    cost_model memory;
+    memory.uniform.activation = 1e308;
+    CHECK_THROWS_AS(memory.check_totals(10, 1), ppsched::config_error);
 }

@@ -65,13 +65,15 @@ TEST_CASE("malformed CSV reports file, line and column", "[csv][errors]") {
         std::size_t line, column;
     };
     const bad cases[] = {
-        {"0F0,0B0\n1F0,1X0\n", 2, 6},     // unknown kind
-        {"0F0,F0\n", 1, 5},               // empty stage
-        {"0F0,0B-1\n", 1, 7},             // negative microbatch
-        {"0F0,0B99999999999\n", 1, 7},    // overflowing microbatch
-        {"(0F0;1B0\n", 1, 9},             // unbalanced parenthesis
-        {"0F0 ,0B0\n", 1, 4},             // stray character
-        {"0F0,0B0\n1F0,\"1B0\"\n", 2, 5}, // quotes are not part of the format
+        {"0F0,0B0\n1F0,1X0\n", 2, 6},      // unknown kind
+        {"0F0,F0\n", 1, 5},                // empty stage
+        {"0F0,0B-1\n", 1, 7},              // negative microbatch
+        {"0F0,0B99999999999\n", 1, 7},     // overflowing microbatch
+        {"(0F0;1B0\n", 1, 9},              // unbalanced parenthesis
+        {"0F0 x,0B0\n", 1, 4},             // stray character
+        {"0F0,0B0\n1F0, \"1B0\"\n", 2, 6}, // a quote after a space is text (Python's csv)
+        {"0F0,\"0B0\n", 1, 5},             // unterminated quoted cell
+        {"0F0,\"0B0\"x\n", 1, 10},         // text after the closing quote
     };
     for (const auto& c : cases) {
         INFO(c.text);
@@ -89,4 +91,47 @@ TEST_CASE("malformed CSV reports file, line and column", "[csv][errors]") {
 
 TEST_CASE("a missing file is a parse_error", "[csv][errors]") {
     CHECK_THROWS_AS(ppsched::io::read_csv_file("/nonexistent/x.csv"), ppsched::parse_error);
+}
+
+TEST_CASE("cells with spaces and quoted cells read as PyTorch's loader reads them", "[csv]") {
+    const auto plain = ppsched::io::read_csv("0F0,0F1,,0B0,0B1\n,1F0,1B0,1F1,1B1\n");
+    // Python's csv.reader then _Action.from_str, which strips each cell.
+    const auto spaced = ppsched::io::read_csv("0F0, 0F1,  ,0B0 ,\t0B1\r\n , 1F0,1B0,1F1,1B1\n");
+    CHECK(ppsched::io::write_csv(spaced) == ppsched::io::write_csv(plain));
+    const auto quoted =
+        ppsched::io::read_csv("\"0F0\",\"0F1\",\"\",0B0,\" 0B1 \"\n,1F0,\"1B0\",1F1,1B1\n");
+    CHECK(ppsched::io::write_csv(quoted) == ppsched::io::write_csv(plain));
+    // A quoted cell may hold the comma-free OVERLAP form too.
+    const auto overlap = ppsched::io::read_csv("\"(0F1;0B0)OVERLAP_F_B\"\n");
+    CHECK(ppsched::to_string(*overlap[0][0]) == "(0F1;0B0)OVERLAP_F_B");
+}
+
+TEST_CASE("indices no order of the file's size could hold are refused before inference",
+          "[csv][errors]") {
+    // One action naming microbatch 2^31 - 1 (once a signed overflow in infer_config) or
+    // 10^8 (once 1.5 GB of tables): a clear error naming the cell, nothing allocated.
+    for (const char* text : {"0F2147483647\n", "0F100000000\n", "0F0,0B0\n1F0,1B0,65535F0\n"}) {
+        INFO(text);
+        try {
+            (void)ppsched::io::read_csv(text, "f.csv");
+            FAIL("accepted");
+        } catch (const ppsched::parse_error& e) {
+            CHECK_THAT(e.what(), Catch::Matchers::Contains("more than an order of this size"));
+        }
+    }
+    // Given the configuration, the same cell is validate's business, not a parse error.
+    const auto o =
+        ppsched::io::read_csv("0F0,0B0,0F7\n", ppsched::config{.ranks = 1, .microbatches = 1});
+    CHECK(o[0].size() == 3);
+    // Error messages escape control characters and cut long cells.
+    const std::string noisy = "0F0,\x1b[2J" + std::string(500, 'x') + "\n";
+    try {
+        (void)ppsched::io::read_csv(noisy, "f.csv");
+        FAIL("accepted");
+    } catch (const ppsched::parse_error& e) {
+        const std::string what = e.what();
+        CHECK(what.find('\x1b') == std::string::npos);
+        CHECK_THAT(what, Catch::Matchers::Contains("\\x1b[2J"));
+        CHECK(what.size() < 300);
+    }
 }

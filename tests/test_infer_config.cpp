@@ -41,3 +41,12 @@ TEST_CASE("infer_config recognises two pipelines in opposite directions",
     STATIC_REQUIRE(ppsched::infer_config(order_of(any, {"0F0,0F1,3F1,3B1,0B0", "2F1,1F0,1B0,2B1"}))
                        .placement == stage_placement::v);
 }
+
+TEST_CASE("infer_config does not overflow on the largest microbatch index", "[infer_config]") {
+    // `0F2147483647`: max_microbatch + 1 does not fit an int; the count saturates.
+    const std::vector<std::vector<ppsched::action>> rows{
+        {ppsched::action::forward(0, ppsched::max_microbatch)}};
+    const ppsched::config cfg = ppsched::infer_config(rows);
+    CHECK(cfg.microbatches == ppsched::max_microbatch);
+    CHECK(cfg.ranks == 1);
+}

@@ -19,6 +19,8 @@
 #include <system_error>
 #include <vector>
 
+#include <ppsched/error.hpp>
+
 namespace ppsched::cli {
 
 /// Exit status for success.
@@ -30,6 +32,13 @@ inline constexpr int exit_usage = 2;
 
 /// Bad command-line usage (unknown option, missing value, wrong number of arguments).
 class usage_error : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+/// The input was read fine but failed a check (an invalid order): `main` prints the message
+/// on stderr (`ppsched: error: ...`) and exits with `exit_failure`.
+class check_failure : public std::runtime_error {
   public:
     using std::runtime_error::runtime_error;
 };
@@ -46,6 +55,9 @@ struct option {
     std::string_view name;       ///< with dashes: `--error-step`
     std::string_view value_name; ///< `N`, `FILE`; empty for a switch that takes no value
     std::string_view help;       ///< one line
+    /// When set, this option is another name of `alias_of` (`--comm` of `--p2p`): it is
+    /// stored under that name, so `args` only ever asks for the canonical one.
+    std::string_view alias_of = {};
 };
 
 /// How a subcommand describes itself in `--help`.
@@ -89,7 +101,15 @@ struct command_help {
         out += text;
         out += '\n';
     };
-    for (std::size_t i = 0; i < names.size(); ++i) line(names[i], h.options[i].help);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (h.options[i].alias_of.empty()) {
+            line(names[i], h.options[i].help);
+            continue;
+        }
+        std::string same = "same as ";
+        same += h.options[i].alias_of;
+        line(names[i], same);
+    }
     line("-h, --help", "show this help and exit");
     if (!h.details.empty()) {
         out += '\n';
@@ -104,6 +124,11 @@ struct command_help {
     return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
 }
 
+/// `text` fit for a one-line message (see `ppsched::detail::printable`).
+[[nodiscard]] inline std::string printable(std::string_view text, std::size_t max_length = 80) {
+    return ppsched::detail::printable(text, max_length);
+}
+
 /// Parses a non-negative decimal integer in [min, max]; `what` names it in the error.
 [[nodiscard]] inline long long parse_integer(std::string_view text, std::string_view what,
                                              long long min, long long max) {
@@ -112,11 +137,10 @@ struct command_help {
     const char* last = text.data() + text.size();
     const auto [end, ec] = std::from_chars(first, last, v);
     if (text.empty() || ec == std::errc::invalid_argument || end != last)
-        throw usage_error(std::string(what) + " expects an integer, got '" + std::string(text) +
-                          "'");
+        throw usage_error(std::string(what) + " expects an integer, got '" + printable(text) + "'");
     if (ec == std::errc::result_out_of_range || v < min || v > max)
         throw usage_error(std::string(what) + " must be in [" + std::to_string(min) + ", " +
-                          std::to_string(max) + "], got '" + std::string(text) + "'");
+                          std::to_string(max) + "], got '" + printable(text) + "'");
     return v;
 }
 
@@ -131,6 +155,11 @@ class args {
     }
     /// True when the option (switch or valued) was given.
     [[nodiscard]] bool has(std::string_view name) const { return find(name) != nullptr; }
+    /// How the user wrote option `name` (an alias such as `--comm` for `--p2p`), for messages.
+    [[nodiscard]] std::string spelling(std::string_view name) const {
+        const entry* e = find(name);
+        return e ? e->spelled : std::string(name);
+    }
     /// The value of a valued option (the last one given), if any.
     [[nodiscard]] std::optional<std::string> value(std::string_view name) const {
         const entry* e = find(name);
@@ -146,13 +175,14 @@ class args {
     void expect_positionals(std::size_t min, std::size_t max, std::string_view what) const {
         if (positionals_.size() < min) throw usage_error("missing argument " + std::string(what));
         if (positionals_.size() > max)
-            throw usage_error("unexpected argument '" + positionals_[max] + "'");
+            throw usage_error("unexpected argument '" + printable(positionals_[max]) + "'");
     }
 
   private:
     friend args parse(std::span<const std::string>, const command_help&);
     struct entry {
         std::string name, value;
+        std::string spelled; ///< as given (differs from `name` for an alias)
     };
     [[nodiscard]] const entry* find(std::string_view name) const {
         const entry* found = nullptr;
@@ -185,22 +215,26 @@ class args {
             return out;
         }
         const std::size_t eq = arg.find('=');
-        const std::string name = arg.substr(0, eq);
+        std::string name = arg.substr(0, eq);
         const option* spec = nullptr;
         for (const option& o : help.options)
             if (o.name == name) spec = &o;
         if (spec == nullptr)
-            throw usage_error("unknown option '" + name + "' for '" + std::string(help.name) + "'");
+            throw usage_error("unknown option '" + printable(name) + "' for '" +
+                              std::string(help.name) + "'");
+        const std::string spelled = name;
+        if (!spec->alias_of.empty()) name = std::string(spec->alias_of);
         if (spec->value_name.empty()) {
-            if (eq != std::string::npos) throw usage_error("option '" + name + "' takes no value");
-            out.options_.push_back({name, {}});
+            if (eq != std::string::npos)
+                throw usage_error("option '" + spelled + "' takes no value");
+            out.options_.push_back({name, {}, spelled});
         } else if (eq != std::string::npos) {
-            out.options_.push_back({name, arg.substr(eq + 1)});
+            out.options_.push_back({name, arg.substr(eq + 1), spelled});
         } else {
             if (i + 1 >= argv.size())
-                throw usage_error("option '" + name + "' needs a value " +
+                throw usage_error("option '" + spelled + "' needs a value " +
                                   std::string(spec->value_name));
-            out.options_.push_back({name, argv[++i]});
+            out.options_.push_back({name, argv[++i], spelled});
         }
     }
     return out;

@@ -19,13 +19,14 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "cost_options.hpp"
+#include "order_source.hpp"
 #include "output_file.hpp"
 
 namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 9> compare_own_options{{
+constexpr std::array<option, 10> compare_own_options{{
     {"--ranks", "P", "pipeline ranks (required)"},
     {"--microbatches", "M", "microbatches per iteration (required)"},
     {"--stages-per-rank", "V", "only try V stages per rank (default: every V it supports)"},
@@ -33,7 +34,9 @@ constexpr std::array<option, 9> compare_own_options{{
     {"--lower", "", "simulate the lowered orders (sends, receives, FSDP) a runtime executes"},
     {"--format", "FORMAT", "text (default), json, or none (only the exit status)"},
     {"--max-actions", "N", "skip orders with more actions than N (default 50000000)"},
-    {"--output", "FILE", "also draw them, by makespan, on one time axis into an SVG file"},
+    {"--output", "FILE",
+     "also draw them, by makespan, on one time axis into an SVG file ('-': stdout)"},
+    {"--max-boxes", "N", "with --output: draw at most N actions in all (default 1000000)"},
     {"--memory-limit", "X",
      "drop schedules whose peak memory per rank (activations + parameters, in the units of\n"
      "--activation) exceeds X; memory-aware schedules plan with it"},
@@ -100,6 +103,7 @@ std::string text_report(int p, int m, const std::optional<double>& limit,
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out += line + "\n";
     }
+    out += memory_unit_note;
     if (!rejected.empty()) {
         out += "\nnot applicable:\n";
         for (const auto& r : rejected) out += "  " + r.schedule + ": " + r.reason + "\n";
@@ -147,13 +151,20 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
     if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
     const std::string format = a.value("--format").value_or("text");
     if (format != "text" && format != "json" && format != "none")
-        throw usage_error("--format must be text, json or none, got '" + format + "'");
+        throw usage_error("--format must be text, json or none, got '" + printable(format) + "'");
     const int p = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
     const int m = static_cast<int>(a.integer("--microbatches", 1, 1LL << 30, 1));
     int v_min = 1, v_max = static_cast<int>(a.integer("--max-stages-per-rank", 1, 64, 4));
     if (a.has("--stages-per-rank"))
         v_min = v_max = static_cast<int>(a.integer("--stages-per-rank", 1, max_stage + 1, 1));
     const long long max_actions = a.integer("--max-actions", 1, 1LL << 40, 50'000'000);
+    const long long max_boxes = a.integer("--max-boxes", 1, 1LL << 40, default_max_boxes);
+    if (a.has("--max-boxes") && !a.has("--output"))
+        throw usage_error("--max-boxes needs --output (nothing is drawn without it)");
+    // Every picture together: at least a forward and a backward per stage and microbatch of
+    // each schedule tried (about 20), checked before anything is simulated.
+    if (a.has("--output") && 2LL * p * m * v_min > max_boxes)
+        throw usage_error(too_many_boxes(2LL * p * m * v_min, max_boxes));
     const cost_model costs = read_cost_options(a);
     std::optional<double> limit;
     if (auto text = a.value("--memory-limit")) limit = parse_number(*text, "--memory-limit");
@@ -209,7 +220,9 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
             }
             order o = e.generate(cfg, params);
             if (a.has("--lower")) o = lower(o);
-            result r{&e, v, simulate(o, split), 0, 0};
+            // Without a picture no timeline is kept: memory is one order at a time.
+            result r{&e, v, simulate(o, split, simulate_options{.timeline = a.has("--output")}), 0,
+                     0};
             if (!r.sim) {
                 if (first_reason.empty()) first_reason = describe_problem(r.sim);
                 continue;
@@ -234,6 +247,9 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         return x.peak_memory < y.peak_memory;
     });
     if (auto path = a.value("--output"); path && !results.empty()) {
+        long long boxes = 0;
+        for (const auto& r : results) boxes += static_cast<long long>(r.sim.timeline.size());
+        if (boxes > max_boxes) throw usage_error(too_many_boxes(boxes, max_boxes));
         std::vector<io::chart> charts;
         for (const auto& r : results) {
             const config cfg{.ranks = p,
@@ -248,6 +264,11 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         opts.subtitle = from_model ? "fastest first; per-stage costs of --model --layout"
                                    : "fastest first; the costs are a rank's share of the model, "
                                      "split over its V stages";
+        if (*path == "-") {
+            // The picture is the output (the report would corrupt it).
+            out.out = io::write_svg(charts, opts);
+            return exit_ok;
+        }
         write_output_file(*path, io::write_svg(charts, opts));
     }
     if (format == "text") out.out = text_report(p, m, limit, results, rejected);

@@ -1,5 +1,5 @@
 // `ppsched generate NAME --ranks P --microbatches M [--stages-per-rank V] [--format csv|table|none]
-// [--lower] [--microbatch-group-size G] [--f X --i X --w X --comm X] [--memory-limit X]`:
+// [--lower] [--microbatch-group-size G] [--f X --i X --w X --p2p X] [--memory-limit X]`:
 // prints the compute-only pipeline order of a schedule (cost- and memory-aware ones planned
 // with the given costs and limit), or with --lower what a runtime executes (PyTorch's lowering:
 // UNSHARD/RESHARD, REDUCE_GRAD, SEND/RECV).
@@ -38,6 +38,8 @@ constexpr option generate_options[] = {
     planning_options[2],
     planning_options[3],
     planning_options[4],
+    planning_options[5],
+    for_option,
 };
 
 constexpr command_help generate_help{
@@ -49,7 +51,7 @@ constexpr command_help generate_help{
     .details = "A configuration the schedule does not support is an error (exit status 2) with\n"
                "the schedule's message. 'ppsched schedules' lists the names and constraints.\n"
                "Names are also the zero-bubble authors' (ZB-H1, ZB-H2, 1F1B-V, ZB-V-Hand, ...).\n"
-               "--f --i --w --comm and --memory-limit only go to schedules that plan with costs\n"
+               "--f --i --w --p2p and --memory-limit only go to schedules that plan with costs\n"
                "or memory ('ppsched schedules --long' shows which); others reject them.",
 };
 
@@ -68,14 +70,15 @@ int cmd_generate(std::span<const std::string> argv, output& out) {
     a.expect_positionals(1, 1, "NAME");
     const schedule_entry* found = builtin_schedules().find(a.positionals()[0]);
     if (found == nullptr)
-        throw usage_error("unknown schedule '" + a.positionals()[0] +
+        throw usage_error("unknown schedule '" + printable(a.positionals()[0]) +
                           "'; 'ppsched schedules' lists them");
     const schedule_entry& entry = *found;
     if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
     if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
     const std::string format = a.value("--format").value_or("csv");
     if (format != "csv" && format != "table" && format != "none")
-        throw usage_error("--format must be csv or table (or none), got '" + format + "'");
+        throw usage_error("--format must be csv or table (or none), got '" + printable(format) +
+                          "'");
 
     constexpr long long max_int = 1LL << 30;
     config cfg;
@@ -91,6 +94,7 @@ int cmd_generate(std::span<const std::string> argv, output& out) {
 
     order o = builtin_schedules().generate(entry.name, cfg,
                                            read_planning_params(a, read_schedule_params(a)));
+    check_reader(a, o.cfg(), out);
     if (a.has("--lower")) o = lower(o);
     if (format == "csv")
         out.out = io::write_csv(o);

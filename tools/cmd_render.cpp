@@ -17,7 +17,8 @@ namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 3> render_own_options{{
+constexpr std::array<option, 4> render_own_options{{
+    {"--max-boxes", "N", "draw at most N actions (default 1000000); more is an error"},
     {"--output", "FILE", "the SVG file to write (required; '-' writes it to stdout)"},
     {"--title", "TEXT", "the chart's first title line (default: schedule and configuration)"},
     {"--no-labels", "", "no microbatch numbers in the boxes"},
@@ -51,7 +52,8 @@ int cmd_render(std::span<const std::string> argv, output& out) {
     }
     const auto path = a.value("--output");
     if (!path) throw usage_error("missing option --output FILE.svg");
-    const loaded_timeline t = load_timeline(a);
+    const loaded_timeline t =
+        load_timeline(a, a.integer("--max-boxes", 1, 1LL << 40, default_max_boxes));
     if (!t.problem.empty()) {
         out.err = "ppsched: render: " + ppsched::detail::svg::chart_title(t.chart) + ": " +
                   t.problem + "\n";

@@ -23,14 +23,15 @@ namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 10> simulate_own_options{{
-    {"--ranks", "P", "pipeline ranks (required with NAME)"},
+constexpr std::array<option, 11> simulate_own_options{{
+    transport_option,
+    {"--ranks", "P", "pipeline ranks (required with NAME; with --csv: fewer rows is invalid)"},
     {"--microbatches", "M", "microbatches per iteration (required with NAME)"},
     {"--stages-per-rank", "V", "stages per rank (default: the schedule's)"},
     {"--csv", "FILE", "simulate the order in FILE (PyTorch's CSV; '-' for stdin) instead of NAME"},
     {"--placement", "P",
-     "with --csv: where the file's stages live, loop, v or dual (two opposite pipelines, "
-     "DualPipe); default: inferred from the actions"},
+     "with --csv: where stage s lives, loop (rank s % P), v (zig-zag) or dual (two opposite "
+     "pipelines, DualPipe); default: inferred from the actions"},
     {"--lower", "", "simulate the lowered order (sends, receives, FSDP) a runtime executes"},
     {"--per-rank", "",
      "the costs are a rank's share of the model: each of its V stages costs 1/V of them"},
@@ -93,6 +94,7 @@ std::string text_report(const std::string& title, const simulation& sim) {
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out += line + "\n";
     }
+    out += memory_unit_note;
     return out;
 }
 
@@ -138,18 +140,26 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
     }
     const std::string format = a.value("--format").value_or("text");
     if (format != "text" && format != "json" && format != "none")
-        throw usage_error("--format must be text, json or none, got '" + format + "'");
+        throw usage_error("--format must be text, json or none, got '" + printable(format) + "'");
     if (a.has("--timeline") && format != "json")
         throw usage_error("--timeline needs --format json");
-    auto [o, costs, title] = load_order(a);
+    sourced_order src = load_order(a);
+    const order& o = src.o;
+    const cost_model& costs = src.costs;
+    std::string title = src.title;
 
-    const simulation sim = simulate(o, costs);
+    const simulation sim =
+        simulate(o, costs, ppsched::simulate_options{.transport = read_transport(a)});
     const config cfg = o.cfg();
     title += ": " + std::to_string(cfg.ranks) + " ranks, " + std::to_string(cfg.stages_per_rank) +
              (cfg.stages_per_rank == 1 ? " stage" : " stages") + " per rank, " +
              std::to_string(cfg.microbatches) + " microbatches" + (sim.lowered ? ", lowered" : "");
     if (!sim) {
         out.err = "ppsched: simulate: " + title + ": " + describe_problem(sim) + "\n";
+        return exit_failure;
+    }
+    if (const std::string bad = invalid_order_message("simulate", src); !bad.empty()) {
+        out.err = bad;
         return exit_failure;
     }
     if (format == "text") out.out = text_report(title, sim);

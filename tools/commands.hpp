@@ -4,9 +4,14 @@
 /// `int cmd_<name>(std::span<const std::string> argv, cli::output& out)`, declare it below and
 /// add a row to `commands` (kept in the order `ppsched --help` lists them).
 
+#include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+
+#include <ppsched/algorithms/validate.hpp>
+#include <ppsched/transport.hpp>
 
 #include "cli.hpp"
 
@@ -26,6 +31,14 @@ int cmd_render(std::span<const std::string> argv, output& out);
 int cmd_trace(std::span<const std::string> argv, output& out);
 int cmd_timeline(std::span<const std::string> argv, output& out);
 int cmd_plan(std::span<const std::string> argv, output& out);
+int cmd_tune(std::span<const std::string> argv, output& out);
+int cmd_validate(std::span<const std::string> argv, output& out);
+int cmd_lower(std::span<const std::string> argv, output& out);
+
+/// The lines `validate` prints for each deadlock cycle of `report` (shared with `lower`).
+std::string cycle_lines(const validation_report& report, transport t);
+/// The step of `report`'s first violation with a position (for `<-- ERROR HERE`).
+std::optional<std::size_t> first_error_step(const validation_report& report);
 
 /// One row of the subcommand table.
 struct command {
@@ -37,6 +50,10 @@ struct command {
 /// Every subcommand.
 inline constexpr command commands[] = {
     {"show", "print a CSV pipeline order as PyTorch's step table", cmd_show},
+    {"validate", "check a CSV pipeline order (compute-only or lowered): every violation, exit 1",
+     cmd_validate},
+    {"lower", "lower a compute-only CSV order to what PyTorch's runtime executes (sends, FSDP)",
+     cmd_lower},
     {"schedules", "list the schedules with their constraints", cmd_schedules},
     {"generate", "print the pipeline order of a schedule for a configuration", cmd_generate},
     {"simulate", "time a schedule or CSV order under a cost model: makespan, bubble, memory",
@@ -51,6 +68,8 @@ inline constexpr command commands[] = {
      cmd_timeline},
     {"plan", "split a model into pipeline stages jointly with its schedule (layout, order)",
      cmd_plan},
+    {"tune", "find the fastest order for per-stage costs and a memory limit, with a lower bound",
+     cmd_tune},
 };
 
 } // namespace ppsched::cli

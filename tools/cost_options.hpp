@@ -6,6 +6,7 @@
 #include <array>
 #include <charconv>
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,12 +20,13 @@
 #include <ppsched/registry.hpp>
 
 #include "cli.hpp"
+#include "input.hpp"
 #include "model_options.hpp"
 
 namespace ppsched::cli {
 
 /// The cost options, in the order `--help` lists them.
-inline constexpr std::array<option, 15> cost_option_list{{
+inline constexpr std::array<option, 16> cost_option_list{{
     {"--costs", "FILE", "cost model as JSON (see docs/simulation.md); the flags below override it"},
     {"--f", "X", "forward time (default 1)"},
     {"--i", "X", "input-gradient backward time (default: F, or B - W)"},
@@ -32,11 +34,14 @@ inline constexpr std::array<option, 15> cost_option_list{{
     {"--b", "X", "full backward time (default I + W)"},
     {"--overlap", "X", "overlapped F+B time (default: the sum of its parts)"},
     {"--p2p", "X", "latency of every message between ranks (default 0)"},
+    {"--comm", "X", "", "--p2p"},
     {"--transfer", "X", "transfer time of every message, added to the latency (default 0)"},
     {"--unshard", "X", "UNSHARD time, on the communication stream (default 0)"},
     {"--reduce-grad", "X", "REDUCE_GRAD time, on the communication stream (default 0)"},
-    {"--activation", "X", "activation memory a forward keeps per microbatch (default 1)"},
-    {"--parameters", "X", "parameter memory (default 0)"},
+    {"--activation", "X",
+     "activation memory a forward keeps per microbatch, in memory units (default 1: one "
+     "microbatch's activations of one stage)"},
+    {"--parameters", "X", "parameter memory, in the same memory units (default 0)"},
     {"--i-frees", "X", "fraction of the activation memory I frees; W frees the rest (default 0)"},
     {"--model", "FILE",
      "with --layout: per-stage costs of a model file's layers (docs/planning.md)"},
@@ -77,9 +82,14 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
     double v = 0;
     const char* last = text.data() + text.size();
     const auto [end, ec] = std::from_chars(text.data(), last, v);
+    // `from_chars` reads "inf" and "nan": refused here like every non-finite cost (the cost
+    // model's own check says the same for cost files).
     if (text.empty() || ec != std::errc{} || end != last || !(v >= 0))
         throw usage_error(std::string(what) + " expects a non-negative number, got '" +
-                          std::string(text) + "'");
+                          printable(text) + "'");
+    if (!(v <= std::numeric_limits<double>::max()))
+        throw usage_error(std::string(what) + " expects a non-negative number, got '" +
+                          printable(text) + "' (costs must be finite)");
     return v;
 }
 
@@ -87,7 +97,9 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
 /// Throws `parse_error` for a bad file and `usage_error` for a bad flag.
 [[nodiscard]] inline cost_model read_cost_options(const args& a) {
     cost_model c;
-    if (auto file = a.value("--costs")) c = io::read_cost_json_file(*file);
+    // Read as every input is (a directory, an empty file and '-' handled alike).
+    if (auto file = a.value("--costs"))
+        c = io::read_cost_json(read_input(*file), source_name(*file));
     if (auto split = read_model_layout(a)) {
         if (a.has("--costs")) throw usage_error("--costs and --model cannot be used together");
         c = std::move(split->costs);
@@ -109,7 +121,7 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
             for (auto& s : c.per_stage) s.*field = std::nullopt;
         }
     }
-    if (auto v = a.value("--p2p")) c.p2p_latency = parse_number(*v, "--p2p");
+    if (auto v = a.value("--p2p")) c.p2p_latency = parse_number(*v, a.spelling("--p2p"));
     if (auto v = a.value("--transfer")) c.p2p_transfer = parse_number(*v, "--transfer");
     if (auto v = a.value("--i-frees")) {
         c.input_grad_frees = parse_number(*v, "--i-frees");
@@ -149,6 +161,11 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
         scale(*x);
     return c;
 }
+
+/// The line every text report with memory columns ends its table with: the one memory unit.
+inline constexpr std::string_view memory_unit_note =
+    "  memory: in memory units (--activation, --parameters; default 1 = one microbatch's "
+    "activations of one stage)\n";
 
 /// A number for people: up to 6 significant digits (`12.5`, `0.333333`).
 [[nodiscard]] inline std::string format_number(double v) {

@@ -25,7 +25,7 @@ namespace ppsched::cli {
 [[nodiscard]] inline std::string read_input(const std::string& path) {
     std::error_code ec;
     if (path != "-" && std::filesystem::is_directory(path, ec))
-        throw parse_error(path + ": is a directory, expected a file", 0, 0);
+        throw parse_error(printable(path) + ": is a directory, expected a file", 0, 0);
     std::string text = path == "-" ? read_stdin() : io::read_file(path);
     if (text.empty()) throw parse_error(source_name(path) + ": empty file", 0, 0);
     return text;

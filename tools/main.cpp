@@ -66,14 +66,19 @@ int run(std::span<const std::string> argv) {
         if (c.name == first) cmd = &c;
     if (cmd == nullptr) {
         if (!first.empty() && first[0] == '-')
-            return fail("unknown option '" + first + "'", "Run 'ppsched --help' for usage.");
-        return fail("unknown command '" + first + "'", "Run 'ppsched --help' for the commands.");
+            return fail("unknown option '" + printable(first) + "'",
+                        "Run 'ppsched --help' for usage.");
+        return fail("unknown command '" + printable(first) + "'",
+                    "Run 'ppsched --help' for the commands.");
     }
 
     output out;
     int status = exit_ok;
     try {
         status = cmd->run(argv.subspan(1), out);
+    } catch (const check_failure& e) {
+        std::cerr << "ppsched: error: " << e.what() << std::flush;
+        return exit_failure;
     } catch (const usage_error& e) {
         return fail(e.what(), "Run 'ppsched " + std::string(cmd->name) + " --help' for usage.");
     } catch (const ppsched::parse_error& e) {

@@ -2,13 +2,15 @@
 /// \file order_source.hpp
 /// The order a timing subcommand (`simulate`, `render`, `trace`, `timeline`) works on: a schedule
 /// by NAME (`--ranks`, `--microbatches`, `--stages-per-rank`, schedule parameters) generated with
-/// the costs it is timed with, or a PyTorch CSV file (`--csv`, optional `--placement`); then
-/// `--max-actions` and `--lower`.
+/// the costs it is timed with, or a PyTorch CSV file (`--csv`, with the configuration options
+/// honoured and the rest inferred, then validated); then `--max-actions` and `--lower`.
 
 #include <string>
 #include <vector>
 
 #include <ppsched/algorithms/lower.hpp>
+#include <ppsched/algorithms/validate.hpp>
+#include <ppsched/io/csv.hpp>
 #include <ppsched/config.hpp>
 #include <ppsched/cost_model.hpp>
 #include <ppsched/registry.hpp>
@@ -20,45 +22,58 @@
 
 namespace ppsched::cli {
 
+/// The default of `--max-boxes`: the most actions one picture draws (a million boxes make an
+/// SVG of a few hundred MB, about what a browser still opens).
+inline constexpr long long default_max_boxes = 1'000'000;
+
+/// The message for a picture larger than `--max-boxes`.
+[[nodiscard]] inline std::string too_many_boxes(long long boxes, long long max_boxes) {
+    return "the picture would draw at least " + std::to_string(boxes) +
+           " boxes, more than --max-boxes " + std::to_string(max_boxes) +
+           " (such a file is too large to open; raise --max-boxes, or draw fewer ranks or "
+           "microbatches)";
+}
+
 /// An order ready to time, with the costs to time it with and a title for reports.
 struct sourced_order {
     order o;
     cost_model costs;
     std::string title; ///< the schedule's PyTorch name, or the CSV file's name
+    /// A CSV order's validation (eager transport); empty for a generated order.
+    validation_report report;
 };
 
 /// Reads the source, cost and lowering options of `a` and builds the order. Throws
 /// `usage_error`, `parse_error` or `config_error` for bad usage or input (exit status 2).
 /// A cost-aware schedule plans with the costs it is timed with; `--per-rank` splits a rank's
 /// costs over the stages a microbatch passes through on it.
-[[nodiscard]] inline sourced_order load_order(const args& a) {
+/// `max_boxes` (0: none): the most actions a picture may draw, checked before anything is
+/// generated (`--max-boxes`).
+[[nodiscard]] inline sourced_order load_order(const args& a, long long max_boxes = 0) {
     const long long max_actions = a.integer("--max-actions", 1, 1LL << 40, 50'000'000);
     sourced_order out;
     const schedule_entry* entry = nullptr; // with NAME: generated once the costs are known
     config generated;
     if (auto csv = a.value("--csv")) {
         a.expect_positionals(0, 0, "");
-        for (const char* opt :
-             {"--ranks", "--microbatches", "--stages-per-rank", "--microbatch-group-size"})
-            if (a.has(opt))
-                throw usage_error(std::string(opt) + " cannot be used with --csv (the order "
-                                                     "in the file has its own configuration)");
-        out.o = read_order(*csv);
+        if (a.has("--microbatch-group-size"))
+            throw usage_error("--microbatch-group-size cannot be used with --csv (the order in "
+                              "the file is already made)");
         out.title = source_name(*csv);
-        if (auto name = a.value("--placement")) {
-            config cfg = out.o.cfg();
-            if (!parse_placement(*name, cfg.placement))
-                throw usage_error("--placement must be loop, v or dual, got '" + *name + "'");
-            check(cfg);
-            out.o = order(cfg, std::vector<rank_slots>(out.o.begin(), out.o.end()));
-        }
+        // Configuration flags given with --csv are honoured (the rest is inferred).
+        out.o = read_order_file(a, io::read_csv_rows(read_input(*csv), out.title), out.title)
+                    .to_order(out.title);
+        if (out.o.action_count() == 0)
+            throw parse_error(
+                out.title + ": no actions (expected one row per rank of actions like 0F0)", 0, 0);
+        out.report = validate(out.o);
     } else {
         a.expect_positionals(1, 1, "NAME (or --csv FILE)");
         if (a.has("--placement"))
             throw usage_error("--placement needs --csv (a schedule has its own placement)");
         const schedule_entry* found = builtin_schedules().find(a.positionals()[0]);
         if (found == nullptr)
-            throw usage_error("unknown schedule '" + a.positionals()[0] +
+            throw usage_error("unknown schedule '" + printable(a.positionals()[0]) +
                               "'; 'ppsched schedules' lists them");
         if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
         if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
@@ -71,6 +86,10 @@ struct sourced_order {
         if (actions > max_actions)
             throw usage_error("the order would have up to " + std::to_string(actions) +
                               " actions, more than --max-actions " + std::to_string(max_actions));
+        // At least a forward and a backward per stage and microbatch.
+        const long long least =
+            2LL * generated.ranks * generated.stages_per_rank * generated.microbatches;
+        if (max_boxes > 0 && least > max_boxes) throw usage_error(too_many_boxes(least, max_boxes));
         entry = found;
         out.title = found->pytorch_name;
     }
@@ -107,8 +126,32 @@ struct sourced_order {
     if (static_cast<long long>(out.o.action_count()) > max_actions)
         throw usage_error("the order has " + std::to_string(out.o.action_count()) +
                           " actions, more than --max-actions " + std::to_string(max_actions));
-    if (a.has("--lower")) out.o = lower(out.o);
+    // A per-stage cost array is for one order's stages: any other length is a mistake (a
+    // file written for another stage count), not something to pad with the uniform values.
+    if (!out.costs.per_stage.empty() &&
+        out.costs.per_stage.size() != static_cast<std::size_t>(out.o.cfg().num_stages()))
+        throw usage_error(
+            "the cost file gives " + std::to_string(out.costs.per_stage.size()) +
+            " per-stage entries but the order has " + std::to_string(out.o.cfg().num_stages()) +
+            " stages (ranks x stages per rank; with the dual placement stage i is the i-th "
+            "stage of the first pipeline for i < P*V/2 and of the second after it, see "
+            "docs/simulation.md)");
+    if (max_boxes > 0 && static_cast<long long>(out.o.action_count()) > max_boxes)
+        throw usage_error(too_many_boxes(static_cast<long long>(out.o.action_count()), max_boxes));
+    // An order that deadlocks cannot be lowered; it is timed as it is, and the simulation
+    // reports the deadlock (exit status 1, as without --lower).
+    if (a.has("--lower") && !out.report.has(rule::deadlock) && out.report.valid())
+        out.o = lower(out.o);
     return out;
+}
+
+/// The message and exit status for an order that simulates but breaks a rule of `validate`
+/// (a dropped backward, a missing rank row): empty when it is valid.
+[[nodiscard]] inline std::string invalid_order_message(const std::string& command,
+                                                       const sourced_order& s) {
+    if (s.report.valid()) return {};
+    return "ppsched: " + command + ": " + s.title + " is not a valid order ('ppsched validate " +
+           s.title + "' shows where):\n" + to_string(s.report);
 }
 
 } // namespace ppsched::cli

@@ -83,7 +83,8 @@ inline std::string describe_costs(const cost_model& costs) {
 /// simulates it and, with `--steps`, lays it out one unit per step. Throws `usage_error`,
 /// `parse_error` or `config_error` for bad usage or input (exit status 2). A deadlock or an
 /// order the simulator cannot run is not thrown: `problem` says what happened.
-[[nodiscard]] inline loaded_timeline load_timeline(const args& a) {
+/// `max_boxes`: see `load_order`.
+[[nodiscard]] inline loaded_timeline load_timeline(const args& a, long long max_boxes = 0) {
     loaded_timeline out;
     const bool steps = a.has("--steps");
     if (steps)
@@ -91,7 +92,7 @@ inline std::string describe_costs(const cost_model& costs) {
             if (a.has(c.name))
                 throw usage_error(std::string(c.name) +
                                   " has no effect with --steps (every action takes one step)");
-    sourced_order source = load_order(a);
+    sourced_order source = load_order(a, max_boxes);
     out.chart.name = std::move(source.title);
     const order& o = source.o;
     const cost_model& costs = source.costs;
@@ -100,6 +101,14 @@ inline std::string describe_costs(const cost_model& costs) {
     out.timed = simulate(o, costs);
     if (!out.timed) {
         out.problem = describe_problem(out.timed);
+        return out;
+    }
+    if (!source.report.valid()) {
+        out.problem =
+            "not a valid order ('ppsched validate' shows where): " + describe(source.report[0]) +
+            (source.report.size() > 1
+                 ? " (and " + std::to_string(source.report.size() - 1) + " more)"
+                 : std::string());
         return out;
     }
     out.chart.steps = steps;
@@ -165,6 +174,7 @@ inline std::string describe_costs(const cost_model& costs) {
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out += line + "\n";
     }
+    out += memory_unit_note;
     return out;
 }
 

@@ -137,6 +137,33 @@ struct cost_model {
                         "ppsched::cost_model: input_grad_frees must be in [0, 1]");
     }
 
+    /// The one rule against overflow, shared by every entry point (`simulate` calls it):
+    /// every value finite and non-negative (`check`, `at`), and the largest duration, message
+    /// time or memory value times (`actions` + `stages` + 1) still finite, so no time or
+    /// memory total of an order of that size can overflow to infinity. Throws `config_error`.
+    /// Complexity: O(stages).
+    constexpr void check_totals(std::size_t actions, int stages) const {
+        check();
+        double largest = message_time();
+        PPSCHED_EXPECTS(largest <= max_value,
+                        "ppsched::cost_model: p2p_latency + p2p_transfer overflows");
+        for (int s = 0; s < stages; ++s) {
+            const resolved_stage_costs r = at(s);
+            for (double v : {r.forward, r.backward_input, r.backward_weight, r.full_backward,
+                             r.overlap_f_b.value_or(0.0), r.unshard, r.reduce_grad, r.activation,
+                             r.parameters})
+                largest = v > largest ? v : largest;
+            // An unset overlap is the sum of its parts (halved: the sum itself may overflow).
+            const double half_pair = r.forward / 2 + r.full_backward / 2;
+            largest = half_pair > largest ? half_pair : largest;
+        }
+        const double count = static_cast<double>(actions) + static_cast<double>(stages) + 1;
+        PPSCHED_EXPECTS(largest <= max_value / (4 * count), "ppsched::cost_model: costs up to ",
+                        largest, " over ", actions,
+                        " actions could overflow the totals (every cost times the number of "
+                        "actions must stay below 1e308)");
+    }
+
     /// Time a message between two ranks takes from send to arrival.
     [[nodiscard]] constexpr double message_time() const noexcept {
         return p2p_latency + p2p_transfer;
@@ -146,11 +173,12 @@ struct cost_model {
 
   private:
     static constexpr double checked(double v, const char* what) {
-        // `v == v` is false only for NaN (no <cmath> in constant expressions).
-        PPSCHED_EXPECTS(v >= 0 && v == v, "ppsched::cost_model: ", what,
-                        " must be a non-negative number");
+        // False for NaN and infinity alike (no <cmath> in constant expressions).
+        PPSCHED_EXPECTS(v >= 0 && v <= max_value, "ppsched::cost_model: ", what,
+                        " must be a finite non-negative number");
         return v;
     }
+    static constexpr double max_value = 1.7976931348623157e308; // DBL_MAX
 };
 
 /// The duration of `a` on its rank given resolved costs per stage (`costs[stage]`).

@@ -51,6 +51,35 @@ void append_piece(std::string& out, T v) {
     }
 }
 
+/// `text` fit for a one-line message: control characters and bytes >= 0x7f escaped (`\n`,
+/// `\x1b`), and cut to `max_length` characters with `...` (an input echoed in an error must
+/// not move the terminal's cursor or fill the screen).
+[[nodiscard]] inline std::string printable(std::string_view text, std::size_t max_length = 80) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (out.size() >= max_length) {
+            out += "...";
+            break;
+        }
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (c < 0x20 || c == 0x7f) {
+            constexpr char hex[] = "0123456789abcdef";
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 0xF];
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
 /// Deliberately not constexpr: reaching it during constant evaluation makes the compiler
 /// stop and quote the failing `PPSCHED_EXPECTS` line, message included.
 template <class... Pieces>

@@ -73,7 +73,10 @@ template <order_range R>
     cfg.ranks = ranks > 0 ? ranks : 1;
     const int stages = max_stage_seen + 1;
     cfg.stages_per_rank = stages <= 0 ? 1 : (stages + cfg.ranks - 1) / cfg.ranks;
-    cfg.microbatches = max_mb + 1 > 0 ? max_mb + 1 : 1;
+    // `max_mb` may be 2^31 - 1: no `+ 1` in int (such an order cannot be valid; the count
+    // then saturates and `validate` reports what is missing).
+    constexpr int int_max = static_cast<int>((1U << 31) - 1U);
+    cfg.microbatches = max_mb < 0 ? 1 : (max_mb == int_max ? int_max : max_mb + 1);
     cfg.placement = (!loop_ok && v_ok) ? stage_placement::v : stage_placement::loop;
     if (!loop_ok && cfg.stages_per_rank % 2 == 0) {
         config dual = cfg;

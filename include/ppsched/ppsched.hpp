@@ -1,7 +1,7 @@
 #pragma once
 /// \file ppsched.hpp
 /// Everything in ppsched except the fmt formatters (`ppsched/format.hpp`): the vocabulary, every
-/// schedule, every algorithm, the registry and the text formats. Standard library only.
+/// schedule, every algorithm, the registry, the auto-scheduler and the text formats. Standard library only.
 
 #include "ppsched/action.hpp"
 #include "ppsched/concepts.hpp"
@@ -19,6 +19,7 @@
 #include "ppsched/cost_model.hpp"
 #include "ppsched/execute.hpp"
 #include "ppsched/registry.hpp"
+#include "ppsched/tune.hpp"
 
 #include "ppsched/io/chrome_trace.hpp"
 #include "ppsched/io/cost_json.hpp"

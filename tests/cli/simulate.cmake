@@ -35,7 +35,11 @@ ppsched_cli_test(simulate_bad_format 2 STDERR_HAS "--format must be text, json o
                  ARGS simulate 1F1B --ranks 2 --microbatches 2 --format xml)
 ppsched_cli_test(simulate_timeline_needs_json 2 STDERR_HAS "--timeline needs --format json"
                  ARGS simulate 1F1B --ranks 2 --microbatches 2 --timeline)
-ppsched_cli_test(simulate_csv_and_ranks 2 STDERR_HAS "cannot be used with --csv"
+# Configuration flags given with --csv are honoured: a file with fewer rows than --ranks is an
+# invalid order (exit 1), the right count is fine.
+ppsched_cli_test(simulate_csv_and_ranks 1 STDERR_HAS "rank_count"
+                 ARGS simulate --csv ${data}/good_lf.csv --ranks 3)
+ppsched_cli_test(simulate_csv_and_right_ranks 0 STDOUT_HAS "makespan"
                  ARGS simulate --csv ${data}/good_lf.csv --ranks 2)
 ppsched_cli_test(simulate_too_large 2 STDERR_HAS "more than --max-actions"
                  ARGS simulate GPipe --ranks 8 --microbatches 8 --max-actions 10)

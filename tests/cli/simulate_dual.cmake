@@ -6,7 +6,7 @@
 set(dualpipe_csv ${PPSCHED_CONFORMANCE_DIR}/dualpipe/compute/DualPipe_pp4_mb8.csv)
 
 ppsched_cli_test(generate_dualpipe_as_deepseek 0 STDOUT "same-as:${dualpipe_csv}"
-                 ARGS generate DualPipe --ranks 4 --microbatches 8)
+                 ARGS generate DualPipe --ranks 4 --microbatches 8 --for ppsched)
 ppsched_cli_test(generate_dualpipe_odd_ranks 2 STDERR_HAS "dualpipe: ranks (3) must be even"
                  ARGS generate dualpipe --ranks 3 --microbatches 8)
 ppsched_cli_test(simulate_dualpipe 0 STDOUT_HAS "makespan"

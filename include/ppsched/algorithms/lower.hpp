@@ -9,6 +9,7 @@
 #include "ppsched/algorithms/add_reduce_grad.hpp"
 #include "ppsched/algorithms/add_send_recv.hpp"
 #include "ppsched/algorithms/add_unshard_reshard.hpp"
+#include "ppsched/algorithms/defer_recv.hpp"
 #include "ppsched/algorithms/merge_bw.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/detail/lowering.hpp"
@@ -27,6 +28,14 @@ struct lower_options {
     bool reduce_grad = true;
     /// Fuse adjacent `I`+`W` into `B` first (PyTorch: not part of the default pipeline).
     bool merge_bw = false;
+    /// Move each RECV to just before the compute that consumes it (`defer_recv`; PyTorch PR
+    /// 178815). Off: PyTorch's placement, where a RECV enters the receiver's row when its SEND
+    /// is placed.
+    bool defer_recv = false;
+    /// The transport the result must be deadlock-free under. PyTorch's placement is safe under
+    /// both (every SEND meets its RECV at one point of the send/receive pass's round-robin
+    /// sequence); with `defer_recv`, `rendezvous` moves each SEND with its RECV.
+    ppsched::transport transport = ppsched::transport::eager;
 };
 
 /// Lowers a compute-only order as PyTorch's `_prepare_schedule_with_comms` does: per rank,
@@ -35,6 +44,7 @@ struct lower_options {
 /// (they only pace a step table; the runtime waits on its receives), so the result has none.
 /// Requires: one row per rank, only compute actions (F, I, W, B, OVERLAP_F_B) and idle slots,
 /// and an order that can run (see `add_send_recv`). Throws `config_error` otherwise.
+/// With `options.defer_recv`, `defer_recv(result, options.transport)` last.
 /// Complexity: O(actions * prefetch) (see `add_send_recv` for its per-round term).
 template <order_range R>
 [[nodiscard]] constexpr order lower(const R& rows, const config& cfg,
@@ -132,7 +142,9 @@ template <order_range R>
         plan.items[r] = count;
         ++r;
     }
-    return detail::send_recv_pass(std::move(out), std::move(plan)).run();
+    order lowered = detail::send_recv_pass(std::move(out), std::move(plan)).run();
+    if (!options.defer_recv) return lowered;
+    return defer_recv(lowered, options.transport);
 }
 
 /// `lower(o, o.cfg(), options)`.

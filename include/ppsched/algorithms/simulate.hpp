@@ -20,6 +20,8 @@
 #include "ppsched/action.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/cost_model.hpp"
+#include "ppsched/algorithms/validate.hpp"
+#include "ppsched/transport.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/order.hpp"
 
@@ -99,6 +101,12 @@ struct simulate_options {
     /// proportion to ranks + stages * microbatches: for tuners that evaluate many orders and
     /// need only the makespan, bubble, per-rank summaries and problems.
     bool timeline = true;
+    /// How SENDs of a lowered order behave. Under `rendezvous` the order is first checked for
+    /// the deadlocks only that transport has (a SEND waiting for a RECV its peer never
+    /// reaches; `validate` with `validate_options::transport`), reported as `deadlock` with
+    /// every rank of the cycle in `stuck`. The timing itself is eager's: a SEND does not wait
+    /// for its RECV's post (an upper bound on how early a rendezvous run can finish).
+    ppsched::transport transport = ppsched::transport::eager;
 };
 
 /// The result of `simulate`: the timeline and its summary.
@@ -747,7 +755,30 @@ template <order_range R>
                                             const cost_model& costs = {},
                                             simulate_options options = {}) {
     check(cfg);
-    costs.check();
+    // The one overflow rule (see `cost_model::check_totals`), over the order's slots.
+    std::size_t slots = 0;
+    for (const auto& row : rows) {
+        if constexpr (std::ranges::sized_range<decltype(row)>)
+            slots += static_cast<std::size_t>(std::ranges::size(row));
+        else
+            for (const auto& s : row) {
+                (void)s;
+                ++slots;
+            }
+    }
+    costs.check_totals(slots, cfg.num_stages());
+    if (options.transport == transport::rendezvous) {
+        const validation_report report =
+            validate(rows, cfg, validate_options{.transport = transport::rendezvous});
+        if (report.has(rule::deadlock) && !validate(rows, cfg).has(rule::deadlock)) {
+            simulation sim;
+            sim.status = simulation_status::deadlock;
+            for (const violation& v : report)
+                if (v.what == rule::deadlock)
+                    sim.stuck.push_back({v.rank, v.step, v.subject, v.other, v.other_rank});
+            return sim;
+        }
+    }
     if constexpr (detail::simulator<false>::reads_in_place<R>) {
         if (!options.timeline) return detail::simulator<false>(cfg, costs).run(rows);
         return detail::simulator<true>(cfg, costs).run(rows);

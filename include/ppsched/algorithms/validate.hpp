@@ -21,6 +21,7 @@
 #include "ppsched/detail/dense_array.hpp"
 #include "ppsched/detail/validity_run.hpp"
 #include "ppsched/order.hpp"
+#include "ppsched/transport.hpp"
 
 namespace ppsched {
 
@@ -102,6 +103,15 @@ struct violation {
     friend constexpr bool operator==(const violation&, const violation&) noexcept = default;
 };
 
+/// Options of `validate`.
+struct validate_options {
+    /// How a lowered order's sends behave: `eager` (the default: a SEND never blocks, as
+    /// PyTorch's runtime and simulator assume) or `rendezvous` (a SEND waits until the peer
+    /// reaches the matching RECV, as NCCL may do; finds the hang of PyTorch issue 172668).
+    /// Compute-only orders are judged the same under both.
+    ppsched::transport transport = ppsched::transport::eager;
+};
+
 /// The result of `validate`: empty when the order is valid.
 class validation_report {
   public:
@@ -158,7 +168,12 @@ class validator {
   public:
     /// `quick`: first try `validity_run`, which only tells valid orders apart (tests turn it
     /// off to compare it with the full passes).
-    constexpr explicit validator(const config& cfg, bool quick = true) : cfg_(cfg), quick_(quick) {}
+    /// `sends`: the transport lowered orders are judged under (the fast path decides `eager`
+    /// only, so `rendezvous` always runs the full passes).
+    constexpr explicit validator(const config& cfg, bool quick = true,
+                                 transport sends = transport::eager)
+        : cfg_(cfg), quick_(quick && sends == transport::eager),
+          rendezvous_(sends == transport::rendezvous) {}
 
     template <order_range R>
     constexpr validation_report run(const R& rows) {
@@ -572,11 +587,12 @@ class validator {
     // ---- pass 5: deadlock (event-driven lock-step simulation) -------------------------------
     /// Per event cell, what the deadlock simulation knows (one byte, so that the cells a rank
     /// checks next are mostly in cache; `first_` is read only for events not yet done).
-    enum : std::uint8_t { ev_present = 1, ev_done = 2, ev_waited = 4 };
+    /// `ev_posted`: with `rendezvous`, a RECV its rank has reached (its SEND may complete).
+    enum : std::uint8_t { ev_present = 1, ev_done = 2, ev_waited = 4, ev_posted = 8 };
 
     /// The event an action part must still wait for on another rank, or -1. Compute-only
     /// orders wait on the producing compute; lowered orders wait only at receives (sends never
-    /// block).
+    /// block; with `rendezvous` a SEND also waits, until its RECV is posted).
     [[nodiscard]] constexpr long long wait_event(int r, const action& p,
                                                  const dense_array<std::uint8_t>& ev) const {
         if (p.stage() >= S_ || (p.has_microbatch() && p.microbatch() >= M_)) return -1;
@@ -597,12 +613,18 @@ class validator {
         } else if (p.kind() == action_kind::recv_b) {
             peer = geo_[static_cast<std::size_t>(s)].next;
             plane = 6;
+        } else if (rendezvous_ && p.kind() == action_kind::send_f) {
+            peer = geo_[static_cast<std::size_t>(s)].next;
+            plane = 5; // the peer's RECV_F
+        } else if (rendezvous_ && p.kind() == action_kind::send_b) {
+            peer = geo_[static_cast<std::size_t>(s)].prev;
+            plane = 7; // the peer's RECV_B
         }
         if (plane < 0 || peer < 0) return -1;
         const std::size_t c = cell(plane, peer, mb);
         // Absent producers are reported elsewhere; same-rank ones by dependency_order.
         const std::uint8_t e = ev[c];
-        if (!(e & ev_present) || (e & ev_done) || first_[c].rank == r) return -1;
+        if (!(e & ev_present) || (e & (ev_done | ev_posted)) || first_[c].rank == r) return -1;
         return static_cast<long long>(c);
     }
 
@@ -626,6 +648,18 @@ class validator {
             const int n = static_cast<int>(row_size(r));
             int& at = cursor[ri];
             // Marks event cell `c` done and wakes the ranks waiting on its (stage, microbatch).
+            auto post = [&](const action& p) {
+                if (p.stage() >= S_ || p.microbatch() >= M_) return;
+                const std::size_t c = cell(action_plane(p.kind()), p.stage(), p.microbatch());
+                const std::uint8_t e = ev[c];
+                if (!(e & ev_present) || first_[c].rank != r || (e & ev_posted)) return;
+                ev[c] = static_cast<std::uint8_t>((e | ev_posted) & ~ev_waited);
+                if (!(e & ev_waited)) return;
+                for (int w = waiter_head[c % cells]; w >= 0;
+                     w = next_waiter[static_cast<std::size_t>(w)])
+                    ready.push_back(w);
+                waiter_head[c % cells] = -1;
+            };
             auto complete = [&](const action& p) {
                 const int plane = action_plane(p.kind());
                 if (plane < 0 || p.stage() >= S_ || p.microbatch() >= M_) return;
@@ -644,6 +678,8 @@ class validator {
             for (; at < n; ++at) {
                 const action* a = row[at].get();
                 if (!a) continue;
+                // Rendezvous: reaching a RECV posts it, which lets its SEND complete.
+                if (rendezvous_ && lowered_ && is_recv(a->kind())) post(*a);
                 // Most actions are not overlapped: no parts array (cheaper in constant evaluation).
                 const bool overlap = a->is_overlap();
                 const action first = overlap ? a->forward_part() : *a;
@@ -718,6 +754,7 @@ class validator {
 
     config cfg_;
     bool quick_ = true;
+    bool rendezvous_ = false; // SENDs wait for their RECV to be posted
     int S_ = 0, M_ = 0, rank_count_ = 0;
     bool lowered_ = false;
     bool any_fsdp_ = false;                   // some stage has UNSHARD or RESHARD
@@ -739,14 +776,20 @@ class validator {
 /// receives block; otherwise each compute action waits for the compute it depends on.
 /// UNSHARD/RESHARD rules apply to the stages that have them; REDUCE_GRAD when present.
 /// Complexity: linear in the number of slots plus stages * microbatches.
+/// `options.transport` says how SENDs behave (see `transport`): under `rendezvous` a SEND
+/// blocks until its RECV is reached, and a cycle of such waits is a `deadlock`.
 template <order_range R>
-[[nodiscard]] constexpr validation_report validate(const R& rows, const config& cfg) {
-    detail::validator v(cfg);
+[[nodiscard]] constexpr validation_report validate(const R& rows, const config& cfg,
+                                                   const validate_options& options = {}) {
+    detail::validator v(cfg, true, options.transport);
     return v.run(rows);
 }
 
 /// Checks an order against its own configuration.
-[[nodiscard]] constexpr validation_report validate(const order& o) { return validate(o, o.cfg()); }
+[[nodiscard]] constexpr validation_report validate(const order& o,
+                                                   const validate_options& options = {}) {
+    return validate(o, o.cfg(), options);
+}
 
 namespace detail {
 inline std::string where(int rank, int step) {

@@ -148,7 +148,8 @@ class parser {
                 for (const auto& k : v.keys)
                     if (k == key) {
                         pos_ = key_at;
-                        fail("expected each key once ('" + key + "' repeats)");
+                        fail("expected each key once ('" + ppsched::detail::printable(key) +
+                             "' repeats)");
                     }
                 skip_ws();
                 if (pos_ >= s_.size() || s_[pos_] != ':') fail("expected ':' after the key");

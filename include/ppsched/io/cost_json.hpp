@@ -52,11 +52,12 @@ inline double non_negative(std::string_view source, const ppsched::detail::json:
     namespace json = ppsched::detail::json;
     if (v.kind != json::type::number)
         json::parser::fail_at(source, v,
-                              "expected a number for '" + std::string(key) + "', found " +
-                                  json::describe(v.kind));
+                              "expected a number for '" + ppsched::detail::printable(key) +
+                                  "', found " + json::describe(v.kind));
     if (v.number < 0)
         json::parser::fail_at(source, v,
-                              "expected a non-negative number for '" + std::string(key) + "'");
+                              "expected a non-negative number for '" +
+                                  ppsched::detail::printable(key) + "'");
     return v.number;
 }
 
@@ -148,10 +149,10 @@ inline void append_number(std::string& out, double v) {
                     if (!st.keys[j].empty() && st.keys[j][0] == '_') continue;
                     const detail::cost_key* ck = detail::find_key(st.keys[j]);
                     if (ck == nullptr)
-                        json::parser::fail_at(source, st.items[j],
-                                              "unknown per-stage key '" + st.keys[j] +
-                                                  "'; the valid keys are " +
-                                                  detail::per_stage_key_list());
+                        json::parser::fail_at(
+                            source, st.items[j],
+                            "unknown per-stage key '" + ppsched::detail::printable(st.keys[j]) +
+                                "'; the valid keys are " + detail::per_stage_key_list());
                     detail::set_stage(source, st.items[j], c.per_stage[s].*(ck->field),
                                       "stages[" + std::to_string(s) + "]." + st.keys[j]);
                 }
@@ -161,8 +162,8 @@ inline void append_number(std::string& out, double v) {
         const detail::cost_key* known = detail::find_key(key);
         if (known == nullptr)
             json::parser::fail_at(source, v,
-                                  "unknown key '" + key + "'; the valid keys are " +
-                                      detail::per_stage_key_list() +
+                                  "unknown key '" + ppsched::detail::printable(key) +
+                                      "'; the valid keys are " + detail::per_stage_key_list() +
                                       ", stages, p2p_latency, p2p_transfer, input_grad_frees "
                                       "(keys starting with '_' are ignored)");
         if (v.kind == json::type::array) {

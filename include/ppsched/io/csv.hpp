@@ -3,6 +3,7 @@
 /// PyTorch's CSV form of a pipeline order (`_dump_csv` / `_load_csv`): one row per rank, one
 /// action string per cell, an empty cell is an idle slot. Reads LF and CRLF, writes LF.
 
+#include <array>
 #include <cstddef>
 #include <fstream>
 #include <sstream>
@@ -17,12 +18,37 @@
 
 namespace ppsched::io {
 
-/// Reads CSV text into per-rank rows. Throws `parse_error` naming `source`, the 1-based line
-/// and column, and what was expected. Complexity: linear in the text.
+namespace detail {
+
+/// Python's `str.strip()` whitespace, which PyTorch's `_Action.from_str` removes from a cell.
+[[nodiscard]] constexpr bool is_cell_space(char c) noexcept {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+/// A parse error at `source:line:column` with `message` (the cell text made printable).
+[[noreturn]] inline void csv_error(std::string_view source, std::size_t line, std::size_t column,
+                                   const std::string& message) {
+    throw parse_error(std::string(source) + ":" + std::to_string(line) + ":" +
+                          std::to_string(column) + ": " + message,
+                      line, column);
+}
+
+} // namespace detail
+
+/// Reads CSV text into per-rank rows, as PyTorch's `_load_csv` does (Python's `csv.reader`,
+/// then `_Action.from_str` per cell): cells are split at commas; a cell that starts with `"`
+/// is quoted (it ends at the next lone `"`, and `""` inside is one `"`); whitespace around a
+/// cell's text is ignored (`0F0, 0F1`), and a cell that is empty or only whitespace is an idle
+/// slot. LF and CRLF line ends. Not accepted (PyTorch cannot load them either): text after a
+/// quoted cell's closing quote, a quote after leading spaces, a quoted cell spanning lines.
+/// Throws `parse_error` naming `source`, the 1-based line and column, and what was expected;
+/// a cell is quoted in messages with control characters escaped and cut to 80 characters.
+/// Complexity: linear in the text.
 [[nodiscard]] inline std::vector<rank_slots> read_csv_rows(std::string_view text,
                                                            std::string_view source = "<csv>") {
     std::vector<rank_slots> rows;
     std::size_t line_no = 0, pos = 0;
+    std::string unquoted;
     while (pos < text.size()) {
         std::size_t eol = text.find('\n', pos);
         if (eol == std::string_view::npos) eol = text.size();
@@ -31,26 +57,65 @@ namespace ppsched::io {
         ++line_no;
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         rank_slots row;
-        std::size_t cell_start = 0;
+        std::size_t at = 0;
         while (true) {
-            std::size_t comma = line.find(',', cell_start);
-            const std::size_t cell_end = comma == std::string_view::npos ? line.size() : comma;
-            const std::string_view cell = line.substr(cell_start, cell_end - cell_start);
+            // One cell: [cell_start, at) of the line, `text_start` where its text begins.
+            const std::size_t cell_start = at;
+            std::string_view cell;
+            std::size_t text_start = at;
+            if (at < line.size() && line[at] == '"') {
+                unquoted.clear();
+                std::size_t i = at + 1;
+                bool closed = false;
+                while (i < line.size()) {
+                    if (line[i] == '"') {
+                        if (i + 1 < line.size() && line[i + 1] == '"') {
+                            unquoted += '"';
+                            i += 2;
+                            continue;
+                        }
+                        closed = true;
+                        ++i;
+                        break;
+                    }
+                    unquoted += line[i++];
+                }
+                if (!closed)
+                    detail::csv_error(source, line_no, cell_start + 1,
+                                      "unterminated quoted cell (a closing '\"' is missing)");
+                if (i < line.size() && line[i] != ',')
+                    detail::csv_error(source, line_no, i + 1,
+                                      "unexpected text after a quoted cell (expected ',' or the "
+                                      "end of the line)");
+                cell = unquoted;
+                text_start = cell_start + 1;
+                at = i;
+            } else {
+                std::size_t comma = line.find(',', at);
+                if (comma == std::string_view::npos) comma = line.size();
+                cell = line.substr(at, comma - at);
+                at = comma;
+            }
+            // Whitespace around the text is not part of it (Python's str.strip()).
+            std::size_t lead = 0;
+            while (lead < cell.size() && detail::is_cell_space(cell[lead])) ++lead;
+            cell.remove_prefix(lead);
+            text_start += lead;
+            while (!cell.empty() && detail::is_cell_space(cell.back())) cell.remove_suffix(1);
             if (cell.empty()) {
                 row.push_back(slot{});
             } else {
                 action a;
-                if (auto st = detail::parse_action(cell, a); !st) {
-                    const std::size_t column = cell_start + st.column + 1;
-                    throw parse_error(std::string(source) + ":" + std::to_string(line_no) + ":" +
-                                          std::to_string(column) + ": invalid action '" +
-                                          std::string(cell) + "': expected " + st.what,
-                                      line_no, column);
+                if (auto st = ppsched::detail::parse_action(cell, a); !st) {
+                    const std::size_t column = text_start + st.column + 1;
+                    detail::csv_error(source, line_no, column,
+                                      "invalid action '" + ppsched::detail::printable(cell) +
+                                          "': expected " + st.what);
                 }
                 row.push_back(a);
             }
-            if (comma == std::string_view::npos) break;
-            cell_start = comma + 1;
+            if (at >= line.size()) break;
+            ++at; // the comma
         }
         // A blank line is a rank with no slots, except at the very end of the text.
         if (line.empty()) row.clear();
@@ -59,10 +124,75 @@ namespace ppsched::io {
     return rows;
 }
 
-/// Reads CSV text into an order. The configuration is inferred from the actions unless given.
-/// Throws `parse_error` for bad text and `config_error` when `cfg` has a different rank count.
+/// Checks that the indices of `rows` could belong to a valid order of this size, before a
+/// configuration is inferred from them (which sizes tables by stages x microbatches): a valid
+/// order naming stage S - 1 and microbatch M - 1 runs every (stage, microbatch) it owns, so it
+/// has at least S x M compute parts (S x M / 2 forwards and as many backwards with two
+/// directions). `infer_stages`, `infer_microbatches`: which of the two are inferred (the
+/// others are given, and indices beyond them are `validate`'s business). Throws `parse_error`
+/// naming the cell with the largest index. Complexity: linear in the slots.
+/// `ranks`: the pipeline's ranks (0: one per row); every rank holds as many stages.
+template <order_range R>
+void expect_inferable_indices(const R& rows, std::string_view source = "<csv>",
+                              bool infer_stages = true, bool infer_microbatches = true,
+                              int ranks = 0) {
+    long long parts = 0, max_stage_seen = -1, max_mb = -1, row_count = 0;
+    std::size_t stage_row = 0, stage_cell = 0, mb_row = 0, mb_cell = 0;
+    std::size_t r = 0;
+    for (const auto& row : rows) {
+        std::size_t i = 0;
+        for (const auto& s : row) {
+            if (const action* a = ppsched::detail::slot_action(s)) {
+                std::array<action, 2> p;
+                const int n = a->parts(p);
+                for (int k = 0; k < n; ++k) {
+                    const action& x = p[static_cast<std::size_t>(k)];
+                    ++parts;
+                    if (x.stage() > max_stage_seen) {
+                        max_stage_seen = x.stage();
+                        stage_row = r;
+                        stage_cell = i;
+                    }
+                    if (x.microbatch() > max_mb) {
+                        max_mb = x.microbatch();
+                        mb_row = r;
+                        mb_cell = i;
+                    }
+                }
+            }
+            ++i;
+        }
+        ++r;
+    }
+    row_count = static_cast<long long>(r);
+    const long long P = ranks > 0 ? ranks : (row_count > 0 ? row_count : 1);
+    // The stages are rounded up to a multiple of the ranks, as `infer_config` does.
+    const long long S = infer_stages ? (max_stage_seen + P) / P * P : 1;
+    const long long M = infer_microbatches ? max_mb + 1 : 1;
+    if (S * M <= parts || max_stage_seen < 0) return;
+    // Name the index that is further out of reach.
+    const bool blame_mb = infer_microbatches && (!infer_stages || M >= S);
+    const std::size_t row = blame_mb ? mb_row : stage_row;
+    const std::size_t cell = blame_mb ? mb_cell : stage_cell;
+    std::string what = blame_mb ? "microbatch " + std::to_string(max_mb)
+                                : "stage " + std::to_string(max_stage_seen);
+    throw parse_error(
+        std::string(source) + ":" + std::to_string(row + 1) + ": cell " + std::to_string(cell + 1) +
+            " names " + what + ", more than an order of this size can hold: a valid order with " +
+            std::to_string(S) + (S == 1 ? " stage" : " stages") + " and " + std::to_string(M) +
+            " microbatches has at least " + std::to_string(S * M) + " actions, this one has " +
+            std::to_string(parts) +
+            " (give the configuration to check it against: --stages-per-rank, "
+            "--microbatches)",
+        row + 1, 0);
+}
+
+/// Reads CSV text into an order. The configuration is inferred from the actions unless given
+/// (then `expect_inferable_indices` first). Throws `parse_error` for bad text and
+/// `config_error` when `cfg` has a different rank count.
 [[nodiscard]] inline order read_csv(std::string_view text, std::string_view source = "<csv>") {
     auto rows = read_csv_rows(text, source);
+    expect_inferable_indices(rows, source);
     const config cfg = infer_config(rows);
     return order(cfg, std::move(rows));
 }
@@ -98,7 +228,7 @@ template <order_range R>
         for (const auto& s : row) {
             if (!first) out += ',';
             first = false;
-            if (const action* a = detail::slot_action(s)) append_to(out, *a);
+            if (const action* a = ppsched::detail::slot_action(s)) append_to(out, *a);
         }
         out += '\n';
     }

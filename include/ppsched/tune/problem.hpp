@@ -148,6 +148,7 @@ struct tune_result {
     std::vector<tune_candidate> candidates; ///< every built-in schedule considered
     std::uint64_t evaluations = 0;          ///< orders simulated
     double elapsed = 0;                     ///< seconds searched
+    double time_to_best = 0; ///< seconds until the returned makespan was first reached
     tune_stop stopped = tune_stop::converged;
 };
 

@@ -137,13 +137,13 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
             g.eager_weight = (flags & 2) != 0;
             g.deep_first = (flags & 4) != 0;
             if (factor == 1 && (flags & 1) == 0) continue; // the same as with bit 0 set
-            if (factor == 0 && g.reserve) continue;          // reserving caps by memory itself
+            if (factor == 0 && g.reserve) continue;        // reserving caps by memory itself
             g.cap.resize(pu);
             for (int r = 0; r < p; ++r) {
                 // In flight on rank r in 1F1B: p - r microbatches; a V or interleaved rank
                 // holds more stages, so scale by its stage count.
-                long long c = factor == 0 ? m.microbatches
-                                          : static_cast<long long>(factor) * (p - r) * v;
+                long long c =
+                    factor == 0 ? m.microbatches : static_cast<long long>(factor) * (p - r) * v;
                 if (!g.reserve) c = std::min<long long>(c, memory_cap[static_cast<std::size_t>(r)]);
                 g.cap[static_cast<std::size_t>(r)] =
                     static_cast<int>(std::clamp<long long>(c, 1, m.microbatches));
@@ -154,7 +154,35 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     return rules;
 }
 
+/// The parameters `tune` generates built-in schedule `e` with for `p`: the problem's costs
+/// for a cost-aware schedule, and for a memory-aware one the memory limit less the largest
+/// rank's parameters (those schedules plan activations only).
+[[nodiscard]] inline schedule_params candidate_params(const schedule_entry& e,
+                                                      const tune_problem& p) {
+    schedule_params params;
+    const config cfg = p.cfg();
+    std::vector<double> rank_parameters(static_cast<std::size_t>(std::max(cfg.ranks, 0)), 0.0);
+    for (int s = 0; s < cfg.num_stages(); ++s)
+        rank_parameters[static_cast<std::size_t>(cfg.stage_to_rank(s))] += p.costs.at(s).parameters;
+    double max_parameters = 0;
+    for (double x : rank_parameters) max_parameters = std::max(max_parameters, x);
+    for (const schedule_param_info& info : e.parameters) {
+        if (info.name == "costs") params.costs = p.costs;
+        if (info.name == "memory_limit" && p.memory_limit)
+            params.memory_limit = *p.memory_limit - max_parameters;
+    }
+    return params;
+}
+
 } // namespace detail::tune
+
+/// The order of built-in schedule `name` as `tune` tried it for `p` (planned with the
+/// problem's costs and memory limit when the schedule takes them). Throws `config_error` when
+/// the schedule is unknown or does not apply.
+[[nodiscard]] inline order tune_candidate_order(const tune_problem& p, std::string_view name) {
+    const schedule_entry& e = builtin_schedules().at(name);
+    return e.generate(p.cfg(), detail::tune::candidate_params(e, p));
+}
 
 /// Finds a fast valid order for `problem` within its memory limit, and a lower bound on every
 /// valid order's makespan (see the file comment for how). Throws `config_error` for a
@@ -173,7 +201,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     tune_result result;
     result.bound = bound(m);
     const double limit = problem.memory_limit.value_or(std::numeric_limits<double>::infinity());
-    const double target = result.bound.value * (1 + 1e-12);
+    const double target = result.bound.value * (1 + 1e-9);
 
     evaluator ev(m);
     budget spend;
@@ -182,6 +210,10 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
                                    std::chrono::duration<double>(std::min(seconds, 1e7)));
     spend.max_evaluations = options.max_evaluations;
     spend.target = target;
+    spend.progress = options.progress;
+    spend.started = started;
+    spend.next_report = started + std::chrono::seconds(1);
+    spend.bound = result.bound.value;
     rng random(options.seed);
 
     // 1. Start points.
@@ -191,18 +223,14 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         if (e.ok) starts.push_back({std::move(name), std::move(seq), e});
     };
     const schedule_registry& reg = builtin_schedules();
-    double max_parameters = 0;
-    for (double x : m.parameters) max_parameters = std::max(max_parameters, x);
+    // The best built-in order as the schedule wrote it: returned as it is when the search finds
+    // nothing faster (an OVERLAP_F_B or B taken apart times the same up to rounding).
+    order best_builtin_order;
     for (const schedule_entry& entry : reg.entries()) {
         if (entry.placement != problem.placement) continue;
         tune_candidate cand;
         cand.name = entry.pytorch_name;
-        schedule_params params;
-        for (const schedule_param_info& info : entry.parameters) {
-            if (info.name == "costs") params.costs = problem.costs;
-            if (info.name == "memory_limit" && problem.memory_limit)
-                params.memory_limit = *problem.memory_limit - max_parameters;
-        }
+        const schedule_params params = candidate_params(entry, problem);
         order o;
         try {
             o = entry.generate(cfg, params);
@@ -240,6 +268,11 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
                 (result.best_builtin.empty() || cand.makespan < result.best_builtin_makespan)) {
                 result.best_builtin = cand.name;
                 result.best_builtin_makespan = cand.makespan;
+                // Its actions without PyTorch's idle steps (which take no time).
+                best_builtin_order = order(cfg);
+                for (std::size_t r = 0; r < o.num_ranks(); ++r)
+                    for (const slot& sl : o[r])
+                        if (sl) best_builtin_order[r].push_back(sl);
             }
         }
         if (usable) add_start(cand.name, std::move(seq));
@@ -265,6 +298,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     sequences best_seq = starts.front().seq;
     evaluation best = starts.front().eval;
     std::string best_start = starts.front().name;
+    spend.improved(best.makespan);
     double best_start_makespan = best.makespan;
     const int patience = 60;
     std::size_t tried = 0;
@@ -275,7 +309,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         last_seen = sp.eval.makespan;
         ++tried;
         const double from = sp.eval.makespan;
-        const evaluation e = tabu_search(m, ev, sp.seq, sp.eval, spend, random, patience);
+        const evaluation e = tabu_search(m, ev, sp.seq, sp.eval, spend, random, patience, false);
         if (better(e, best)) {
             best = e;
             best_seq = sp.seq;
@@ -316,6 +350,26 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     for (const rank_summary& rs : sim.ranks) result.peak_memory.push_back(rs.peak_memory);
     result.start = best_start;
     result.start_makespan = best_start_makespan;
+    if (!result.best_builtin.empty() && result.best_builtin_makespan <= result.makespan) {
+        // Nothing faster than a built-in schedule: return it as it is.
+        const simulation own =
+            simulate(best_builtin_order, problem.costs, simulate_options{.timeline = false});
+        result.best = std::move(best_builtin_order);
+        result.makespan = own.makespan;
+        result.peak_memory.clear();
+        for (const rank_summary& rs : own.ranks) result.peak_memory.push_back(rs.peak_memory);
+        result.start = result.best_builtin;
+        result.start_makespan = result.best_builtin_makespan;
+    }
+    // The bound is summed in another order than the simulation: where the two meet it may
+    // exceed the makespan by a few ulps. An order of that makespan exists, so the makespan is
+    // then the (rounded) bound.
+    auto clamp_rounding = [&](double& b) {
+        if (b > result.makespan && b <= result.makespan * (1 + 1e-9)) b = result.makespan;
+    };
+    clamp_rounding(result.bound.value);
+    clamp_rounding(result.bound.one_machine);
+    clamp_rounding(result.bound.memory);
     result.evaluations = ev.count();
     const double b = result.bound.value;
     result.gap = b > 0 ? (result.makespan - b) / b : 0;
@@ -330,6 +384,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         result.stopped = tune_stop::converged;
     }
     result.elapsed = std::chrono::duration<double>(clock::now() - started).count();
+    result.time_to_best = std::min(spend.best_at, result.elapsed);
     return result;
 }
 

@@ -70,7 +70,8 @@ struct greedy_rule {
 }
 
 /// One greedy run; false when it could not place every action (it then leaves `out` partial).
-/// O(n * (ranks + ready actions per rank)).
+/// O(n * (ranks + ready actions per rank + microbatches)): a rank's soonest start is recomputed
+/// only when the rank acts or receives an action, its banker's test only when it acts.
 [[nodiscard]] inline bool greedy_order(const model& m, const greedy_rule& rule, rng& random,
                                        sequences& out) {
     const auto ranks = static_cast<std::size_t>(m.ranks);
@@ -154,16 +155,24 @@ struct greedy_rule {
         dirty[r] = 1;
     };
     std::vector<std::size_t> choice;
+    // Per rank: when its soonest admissible action is ready (-1: none), kept until the rank
+    // acts or receives an action (nothing else changes it).
+    std::vector<double> soonest(ranks, -1);
+    std::vector<char> stale(ranks, 1);
     while (left > 0) {
         // The rank that can start something soonest.
         std::size_t best_rank = ranks;
         double best_t = 0;
         for (std::size_t r = 0; r < ranks; ++r) {
-            double soonest = -1;
-            for (const ready_node& c : ready[r])
-                if ((soonest < 0 || c.at < soonest) && admissible(r, c.node)) soonest = c.at;
-            if (soonest < 0) continue;
-            const double t = soonest > free[r] ? soonest : free[r];
+            if (stale[r]) {
+                stale[r] = 0;
+                soonest[r] = -1;
+                for (const ready_node& c : ready[r])
+                    if ((soonest[r] < 0 || c.at < soonest[r]) && admissible(r, c.node))
+                        soonest[r] = c.at;
+            }
+            if (soonest[r] < 0) continue;
+            const double t = soonest[r] > free[r] ? soonest[r] : free[r];
             if (best_rank == ranks || t < best_t) {
                 best_rank = r;
                 best_t = t;
@@ -208,6 +217,7 @@ struct greedy_rule {
             }
         }
         const int x = ready[r][pick].node;
+        stale[r] = 1;
         ready[r][pick] = ready[r].back();
         ready[r].pop_back();
         const int k = model::kind_of(x);
@@ -229,6 +239,7 @@ struct greedy_rule {
                 const stage_info& n = m.stage[static_cast<std::size_t>(st.next)];
                 ready[static_cast<std::size_t>(n.rank)].push_back(
                     {m.node(st.next, j, kind_forward), finish + n.msg_from_prev});
+                stale[static_cast<std::size_t>(n.rank)] = 1;
             } else {
                 ready[r].push_back({m.node(s, j, kind_backward), finish});
             }
@@ -246,6 +257,7 @@ struct greedy_rule {
                 const stage_info& p = m.stage[static_cast<std::size_t>(st.prev)];
                 ready[static_cast<std::size_t>(p.rank)].push_back(
                     {m.node(st.prev, j, kind_backward), finish + p.msg_from_next});
+                stale[static_cast<std::size_t>(p.rank)] = 1;
             }
         } else {
             reserved[r] -= st.activation * (1 - m.frees_by_i);

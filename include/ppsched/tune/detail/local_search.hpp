@@ -11,12 +11,14 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
 #include "ppsched/tune/detail/evaluator.hpp"
 #include "ppsched/tune/detail/list_scheduler.hpp"
 #include "ppsched/tune/detail/model.hpp"
+#include "ppsched/tune/problem.hpp"
 
 namespace ppsched::detail::tune {
 
@@ -27,14 +29,36 @@ struct budget {
     double target = 0;                 ///< stop once the makespan is <= this (the bound)
     bool out_of_time = false;
     bool out_of_evaluations = false;
+    /// Progress reports: every second from `next_report` on, with the best makespan so far.
+    std::function<void(const tune_progress&)> progress{};
+    std::chrono::steady_clock::time_point started, next_report;
+    double best_so_far = 0, bound = 0;
 
     [[nodiscard]] bool spent(const evaluator& ev) {
-        if (max_evaluations != 0 && ev.count() >= max_evaluations) out_of_evaluations = true;
+        if (max_evaluations != 0 && ev.count() >= max_evaluations) {
+            out_of_evaluations = true;
+            return true;
+        }
         // Reading the clock costs little next to a timing (O(n)).
-        else if (std::chrono::steady_clock::now() >= deadline)
-            out_of_time = true;
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= deadline) out_of_time = true;
+        if (progress && now >= next_report) {
+            next_report = now + std::chrono::seconds(1);
+            progress({std::chrono::duration<double>(now - started).count(), ev.count(), best_so_far,
+                      bound});
+        }
         return out_of_time || out_of_evaluations;
     }
+
+    /// Records a better makespan (for the progress reports, and when the best was found).
+    void improved(double makespan) {
+        if (makespan < best_so_far || best_so_far == 0) {
+            best_so_far = makespan;
+            best_at = std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+                          .count();
+        }
+    }
+    double best_at = 0; ///< seconds from the start to the best makespan so far
 };
 
 /// A move of one action of a rank from one position to another (the actions between shift by
@@ -48,8 +72,10 @@ struct shift_move {
 inline void apply_move(std::vector<int>& row, const shift_move& mv) {
     const auto first = row.begin();
     const auto f = static_cast<std::ptrdiff_t>(mv.from), t = static_cast<std::ptrdiff_t>(mv.to);
-    if (f < t) std::rotate(first + f, first + f + 1, first + t + 1);
-    else if (t < f) std::rotate(first + t, first + f, first + f + 1);
+    if (f < t)
+        std::rotate(first + f, first + f + 1, first + t + 1);
+    else if (t < f)
+        std::rotate(first + t, first + f, first + f + 1);
 }
 
 /// The critical chain of the last recorded run, from its end back to its start.
@@ -87,7 +113,7 @@ inline void critical_chain(const model& m, const evaluator& ev, const sequences&
 /// can only shrink if a block's first or last action changes). At most `reach` positions per
 /// block end are tried, so a step costs O(chain * reach * n).
 inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, evaluation cur,
-                              budget& limit, rng& random, int patience) {
+                              budget& limit, rng& random, int patience, bool wide_moves = true) {
     sequences best_seq = seq;
     evaluation best = cur;
     std::vector<std::size_t> where(m.node_count(), 0);
@@ -104,6 +130,8 @@ inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, eva
     for (const auto& row : seq) total += row.size();
     // Fewer positions per block on large problems: each try is a timing of the whole order.
     const std::size_t reach = total <= 2000 ? 8 : total <= 20000 ? 4 : 2;
+    // The wide neighbourhood only where a step stays cheap.
+    const bool wide = wide_moves && total <= 4000;
     std::vector<int> chain;
     std::vector<shift_move> moves;
     int since_best = 0;
@@ -125,8 +153,22 @@ inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, eva
             if (j > i) {
                 const std::size_t a = where[static_cast<std::size_t>(chain[i])];
                 const std::size_t b = where[static_cast<std::size_t>(chain[j])];
-                for (std::size_t k = a + 1; k <= b && k <= a + reach; ++k) moves.push_back({r, k, a});
+                for (std::size_t k = a + 1; k <= b && k <= a + reach; ++k)
+                    moves.push_back({r, k, a});
                 for (std::size_t k = b; k-- > a && k + reach >= b;) moves.push_back({r, k, b});
+            }
+            // Beyond the block: each action of it a few places earlier or later (reaches
+            // orders whose rank waits on purpose, e.g. staggered microbatches under a memory
+            // limit).
+            if (wide) {
+                const std::size_t len = seq[static_cast<std::size_t>(r)].size();
+                for (std::size_t c = i; c <= j; ++c) {
+                    const std::size_t at = where[static_cast<std::size_t>(chain[c])];
+                    for (std::size_t d = 2; d <= reach; ++d) {
+                        if (at >= d) moves.push_back({r, at, at - d});
+                        if (at + d < len) moves.push_back({r, at, at + d});
+                    }
+                }
             }
             i = j + 1;
         }
@@ -167,11 +209,13 @@ inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, eva
         apply_move(row, chosen);
         reindex(static_cast<std::size_t>(chosen.rank), std::min(chosen.from, chosen.to),
                 std::max(chosen.from, chosen.to));
-        tabu_until[static_cast<std::size_t>(x)] = step + 1 + tenure + static_cast<int>(random.below(3));
+        tabu_until[static_cast<std::size_t>(x)] =
+            step + 1 + tenure + static_cast<int>(random.below(3));
         cur = pick;
         if (better(cur, best)) {
             best = cur;
             best_seq = seq;
+            limit.improved(best.makespan);
             since_best = 0;
         } else {
             ++since_best;

@@ -149,9 +149,12 @@ struct model {
         m.parameters[static_cast<std::size_t>(st.rank)] += c.parameters;
         m.rank_stages[static_cast<std::size_t>(st.rank)].push_back(s);
     }
-    // Every time the search adds stays finite: the whole step's work, done in sequence.
-    PPSCHED_EXPECTS(finite_non_negative(work * p.microbatches * 4 + m.message * stages * 4),
-                    "ppsched::tune: the costs are too large (a step's total work overflows)");
+    // Every time the search adds stays finite, with room to spare: the whole step's work,
+    // done in sequence, stays below 1e300.
+    const double total = work * p.microbatches * 4 + m.message * stages * 4;
+    PPSCHED_EXPECTS(finite_non_negative(total) && total <= 1e300,
+                    "ppsched::tune: the costs are too large (a step's total work, ", total,
+                    ", exceeds 1e300)");
     for (int s = 0; s < stages; ++s) {
         stage_info& st = m.stage[static_cast<std::size_t>(s)];
         auto msg = [&](int other) {

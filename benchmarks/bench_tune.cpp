@@ -1,0 +1,122 @@
+// The auto-scheduler: how fast its inner loop times an order, and how long `tune` takes to
+// reach its answer on the reference problems (small ones, p = 8 x m = 32 x v = 2, and
+// p = 32 x m = 128). The tune benchmarks run once each (a search is seconds long) and report
+// what matters as counters: seconds to the final answer, gap to the bound, orders timed per
+// second. See docs/tuning.md and docs/performance.md.
+
+#include <ppsched/tune/tune.hpp>
+
+#include "support.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ppsched::bench {
+namespace {
+
+tune_problem reference_problem(int p, int m, int v, stage_placement placement, bool uneven,
+                               double latency, std::optional<double> limit) {
+    tune_problem prob;
+    prob.ranks = p;
+    prob.microbatches = m;
+    prob.stages_per_rank = v;
+    prob.placement = placement;
+    prob.costs.p2p_latency = latency;
+    if (uneven) {
+        // The model: the first stage carries the embedding (+30 %), the last the head
+        // and the loss (+60 %).
+        prob.costs.per_stage.resize(static_cast<std::size_t>(p * v));
+        prob.costs.per_stage.front().forward = 1.3;
+        prob.costs.per_stage.front().full_backward = 2.6;
+        prob.costs.per_stage.back().forward = 1.6;
+        prob.costs.per_stage.back().full_backward = 3.2;
+    }
+    prob.memory_limit = limit;
+    return prob;
+}
+
+void run_tune(benchmark::State& state, const tune_problem& prob, double time_limit) {
+    tune_result r;
+    for (auto _ : state) {
+        tune_options opts;
+        opts.time_limit = time_limit;
+        r = tune(prob, opts);
+        benchmark::DoNotOptimize(r);
+    }
+    state.counters["time_to_best_s"] = r.time_to_best;
+    state.counters["gap"] = r.gap;
+    state.counters["makespan"] = r.makespan;
+    state.counters["bound"] = r.bound.value;
+    state.counters["best_builtin"] = r.best_builtin_makespan;
+    state.counters["orders"] = static_cast<double>(r.evaluations);
+    state.counters["orders/s"] = r.elapsed > 0 ? static_cast<double>(r.evaluations) / r.elapsed : 0;
+}
+
+// The inner loop alone: one timing of a greedy order of about `actions` compute actions.
+void evaluate(benchmark::State& state, int p, int m, int v) {
+    const tune_problem prob = reference_problem(p, m, v, stage_placement::loop, true, 0.1, {});
+    const detail::tune::model model = detail::tune::make_model(prob);
+    detail::tune::evaluator ev(model);
+    detail::tune::rng random(1);
+    detail::tune::sequences seq;
+    (void)detail::tune::greedy_order(model, detail::tune::greedy_rules(model).front(), random, seq);
+    for (auto _ : state) {
+        auto e = ev.run(seq);
+        benchmark::DoNotOptimize(e);
+    }
+    std::size_t n = 0;
+    for (const auto& row : seq) n += row.size();
+    state.counters["orders/s"] =
+        benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["actions/s"] =
+        benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+} // namespace
+
+void register_tune_benchmarks() {
+    struct eval_size {
+        long long actions;
+        int p, m, v;
+    };
+    for (const eval_size& s :
+         {eval_size{1'000, 4, 40, 2}, eval_size{10'000, 8, 104, 4}, eval_size{100'000, 32, 260, 4}})
+        benchmark::RegisterBenchmark(("tune/evaluate/" + std::to_string(s.actions)).c_str(),
+                                     [s](benchmark::State& st) { evaluate(st, s.p, s.m, s.v); })
+            ->Unit(benchmark::kMicrosecond);
+
+    struct search {
+        std::string name;
+        tune_problem prob;
+        double time_limit;
+    };
+    std::vector<search> searches;
+    // Small problems (at most 4 ranks and 2p + 2 microbatches: the exact solver's sizes).
+    for (int p : {2, 4})
+        for (auto placement : {stage_placement::loop, stage_placement::v}) {
+            const int v = placement == stage_placement::v ? 2 : 1;
+            const int m = 2 * p + 2;
+            for (bool tight : {false, true})
+                searches.push_back(
+                    {"tune/small/p" + std::to_string(p) + "_m" + std::to_string(m) + "_" +
+                         (placement == stage_placement::v ? "v" : "loop") +
+                         (tight ? "_half_memory" : "_1f1b_memory"),
+                     reference_problem(p, m, v, placement, true, 0.1, (tight ? 0.5 : 1.0) * p * v),
+                     10});
+        }
+    searches.push_back({"tune/p8_m32_v2/1f1b_memory",
+                        reference_problem(8, 32, 2, stage_placement::loop, true, 0.1, 16.0), 2});
+    searches.push_back({"tune/p8_m32_v2/no_limit",
+                        reference_problem(8, 32, 2, stage_placement::loop, true, 0.1, {}), 2});
+    searches.push_back({"tune/p32_m128/1f1b_memory",
+                        reference_problem(32, 128, 1, stage_placement::loop, true, 0.1, 32.0), 30});
+    for (const search& s : searches)
+        benchmark::RegisterBenchmark(
+            s.name.c_str(),
+            [prob = s.prob, t = s.time_limit](benchmark::State& st) { run_tune(st, prob, t); })
+            ->Iterations(1)
+            ->Unit(benchmark::kMillisecond);
+}
+
+} // namespace ppsched::bench

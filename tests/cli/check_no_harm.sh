@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# "No harm from any input" (issue 15), one check per bullet, through the built tool:
+#   --output: /dev/null and '-' work; FIFOs, symbolic links and (as root) device nodes made
+#     with mknod are written through, never replaced by a regular file;
+#   non-finite costs and costs whose totals overflow are refused (exit 2) by every command;
+#   indices no order of the file's size can hold are refused at once (exit 2, nothing huge
+#     allocated: a memory limit guards the run);
+#   a picture larger than --max-boxes is refused before anything is generated;
+#   error messages escape control characters and cut long cells; --costs DIR says so;
+#   cells with spaces and quoted cells are read as PyTorch's loader reads them.
+# usage: check_no_harm.sh TOOL CONFORMANCE_DIR
+set -u
+tool=$1 conf=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"; [[ -n ${reader:-} ]] && kill "$reader" 2>/dev/null' EXIT
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+ok() { echo "ok: $*"; }
+compute=$conf/torch/compute/1F1B_pp2_mb2_v1.csv
+comms=$conf/torch/comms/1F1B_pp2_mb2_v1.csv
+
+# expect STATUS NAME COMMAND...: the exit status; on 2 a message and an empty stdout.
+expect() {
+  local want=$1 name=$2
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local status=$?
+  [[ $status == "$want" ]] || { fail "$name: exit $status, expected $want ($(head -c 300 "$tmp/err"))"; return 1; }
+  if [[ $want == 2 ]]; then
+    [[ -s $tmp/out ]] && { fail "$name: stdout not empty"; return 1; }
+    grep -q '^ppsched: error:' "$tmp/err" || { fail "$name: no error message"; return 1; }
+  fi
+  ok "$name"
+}
+
+# --- --output through non-regular files -------------------------------------------------------
+expect 0 "lower --output /dev/null" "$tool" lower "$compute" --output /dev/null
+[[ -c /dev/null ]] || fail "/dev/null is no longer a device"
+expect 0 "lower --output -" "$tool" lower "$compute" --output -
+cmp -s "$tmp/out" "$comms" || fail "lower --output - differs from PyTorch's lowered order"
+expect 0 "render --output /dev/null" "$tool" render 1F1B --ranks 2 --microbatches 2 --output /dev/null
+expect 0 "trace --output /dev/null" "$tool" trace 1F1B --ranks 2 --microbatches 2 --output /dev/null
+expect 0 "compare --output -" "$tool" compare --ranks 2 --microbatches 4 --output -
+grep -q '^<svg' "$tmp/out" || grep -q '<svg' "$tmp/out" || fail "compare --output - wrote no SVG"
+
+mkfifo "$tmp/fifo"
+cat "$tmp/fifo" >"$tmp/from_fifo" &
+reader=$!
+expect 0 "lower --output FIFO" "$tool" lower "$compute" --output "$tmp/fifo"
+wait "$reader"
+reader=
+[[ -p $tmp/fifo ]] || fail "the FIFO was replaced"
+cmp -s "$tmp/from_fifo" "$comms" || fail "what came through the FIFO differs"
+
+echo old >"$tmp/target.csv"
+ln -s target.csv "$tmp/link.csv"
+expect 0 "lower --output SYMLINK" "$tool" lower "$compute" --output "$tmp/link.csv"
+[[ -L $tmp/link.csv ]] || fail "the symbolic link was replaced by a file"
+cmp -s "$tmp/target.csv" "$comms" || fail "the link's target was not written"
+ln -s missing.csv "$tmp/dangling.csv"
+expect 0 "lower --output DANGLING-SYMLINK" "$tool" lower "$compute" --output "$tmp/dangling.csv"
+[[ -L $tmp/dangling.csv && -f $tmp/missing.csv ]] || fail "the dangling link's target was not created"
+ls -A "$tmp" | grep -q '\.tmp' && fail "a temporary file was left behind"
+
+if [[ $(id -u) == 0 ]]; then
+  mknod "$tmp/full" c 1 7 # what /dev/full is
+  mknod "$tmp/null" c 1 3 # what /dev/null is
+  expect 2 "lower --output DEVICE(full) as root" "$tool" lower "$compute" --output "$tmp/full"
+  grep -q 'No space left' "$tmp/err" || fail "the full device's error is not reported"
+  [[ -c $tmp/full ]] || fail "the full device node was replaced by a regular file"
+  expect 0 "render --output DEVICE(null) as root" "$tool" render 1F1B --ranks 2 --microbatches 2 --output "$tmp/null"
+  [[ -c $tmp/null ]] || fail "the null device node was replaced by a regular file"
+else
+  echo "skipped: the mknod device-node checks need root (uid $(id -u))"
+fi
+
+# --- non-finite costs and overflowing totals, one rule everywhere ----------------------------
+printf '{"F": 1e300, "B": 1e308}\n' >"$tmp/huge.json"
+for cmd in "simulate 1F1B --ranks 2 --microbatches 4" "timeline 1F1B --ranks 2 --microbatches 4" \
+           "render 1F1B --ranks 2 --microbatches 4 --output $tmp/x.svg" \
+           "trace 1F1B --ranks 2 --microbatches 4 --output $tmp/x.json" \
+           "compare --ranks 2 --microbatches 4"; do
+  # shellcheck disable=SC2086
+  expect 2 "$cmd --f inf" "$tool" $cmd --f inf
+  # shellcheck disable=SC2086
+  expect 2 "$cmd --f nan" "$tool" $cmd --f nan
+  # shellcheck disable=SC2086
+  expect 2 "$cmd --f 1e308 --b 1e308" "$tool" $cmd --f 1e308 --b 1e308
+  # shellcheck disable=SC2086
+  expect 2 "$cmd --costs huge.json" "$tool" $cmd --costs "$tmp/huge.json"
+done
+expect 2 "generate --f inf" "$tool" generate ZB-1P --ranks 2 --microbatches 4 --f inf
+[[ -e $tmp/x.svg || -e $tmp/x.json ]] && fail "a picture or trace was written for refused costs"
+
+# A memory limit (ulimit -v) guards the checks below; sanitizer builds reserve terabytes of
+# address space and cannot start under one, so there they run without it.
+limit_ok=1
+(ulimit -v 400000; "$tool" --version) >/dev/null 2>&1 || {
+  limit_ok=0
+  echo "note: the tool cannot start under ulimit -v (a sanitizer build?): memory limits skipped"
+}
+limit() { [[ $limit_ok == 1 ]] && ulimit -v "$1"; }
+
+# --- indices the file cannot hold ------------------------------------------------------------
+(
+  limit 400000 # 400 MB: a table sized by the index would not fit
+  printf '0F2147483647\n' >"$tmp/maxmb.csv"
+  printf '0F100000000\n' >"$tmp/bigmb.csv"
+  for f in maxmb bigmb; do
+    for cmd in "validate" "lower" "show" "simulate --csv" "timeline --csv"; do
+      # shellcheck disable=SC2086
+      "$tool" $cmd "$tmp/$f.csv" >"$tmp/out" 2>"$tmp/err"
+      status=$?
+      if [[ $cmd == show ]]; then
+        [[ $status == 0 || $status == 2 ]] || echo "FAIL: $cmd $f: exit $status"
+      else
+        [[ $status == 2 ]] || echo "FAIL: $cmd $f: exit $status, expected 2"
+        grep -q 'more than an order of this size' "$tmp/err" || echo "FAIL: $cmd $f: message"
+      fi
+    done
+  done
+) >"$tmp/index.log" 2>&1
+if grep -q FAIL "$tmp/index.log"; then fail "$(cat "$tmp/index.log")"; else ok "huge indices refused"; fi
+
+# --- pictures are capped -----------------------------------------------------------------------
+expect 2 "render 4000x4000 capped" "$tool" render GPipe --ranks 4000 --microbatches 4000 --output "$tmp/big.svg"
+grep -q -- '--max-boxes' "$tmp/err" || fail "the cap's message does not name --max-boxes"
+[[ -e $tmp/big.svg ]] && fail "a capped picture was written"
+expect 0 "render with --max-boxes raised" "$tool" render GPipe --ranks 2 --microbatches 4 --max-boxes 16 --output "$tmp/ok.svg"
+expect 2 "render over a lowered --max-boxes" "$tool" render GPipe --ranks 2 --microbatches 4 --max-boxes 15 --output "$tmp/no.svg"
+expect 2 "compare --output capped" "$tool" compare --ranks 1000 --microbatches 4000 --output "$tmp/c.svg"
+# Without a picture compare keeps no timeline (summary mode), one order at a time: its memory
+# stays that of the largest single order.
+(
+  limit 1500000
+  "$tool" compare --ranks 32 --microbatches 1024 --max-stages-per-rank 2 --format none
+) >"$tmp/out" 2>"$tmp/err"
+status=$?
+[[ $status == 0 ]] && ok "compare without --output within 1.5 GB" || fail "compare in summary mode: exit $status ($(head -c 200 "$tmp/err"))"
+
+# --- messages ------------------------------------------------------------------------------------
+printf '0F0,\x1b[2J%s\n' "$(head -c 3000 /dev/zero | tr '\0' x)" >"$tmp/noisy.csv"
+expect 2 "control characters in a cell" "$tool" validate "$tmp/noisy.csv"
+grep -q $'\x1b' "$tmp/err" && fail "the message echoes an escape character"
+[[ $(wc -c <"$tmp/err") -lt 400 ]] || fail "the message is not cut ($(wc -c <"$tmp/err") bytes)"
+expect 2 "control characters in a command" "$tool" $'frob\x1b[2Jnicate'
+grep -q $'\x1b' "$tmp/err" && fail "the message echoes an escape character"
+mkdir "$tmp/adir"
+expect 2 "--costs DIR" "$tool" simulate 1F1B --ranks 2 --microbatches 2 --costs "$tmp/adir"
+grep -q 'is a directory' "$tmp/err" || fail "--costs DIR does not say it is a directory"
+
+# --- PyTorch's loader: spaces and quotes -----------------------------------------------------
+sed -e 's/,/, /g' "$compute" >"$tmp/spaced.csv"
+sed -e 's/\([^,]*\)/"\1"/g' "$compute" >"$tmp/quoted.csv"
+for f in spaced quoted; do
+  expect 0 "lower $f cells" "$tool" lower "$tmp/$f.csv"
+  cmp -s "$tmp/out" "$comms" || fail "$f cells lower differently"
+done
+exit $failed

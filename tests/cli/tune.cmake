@@ -1,0 +1,50 @@
+# CLI tests of `ppsched tune` (included from CMakeLists.txt, which defines ppsched_cli_test and
+# `data`; simulate.cmake defines ppsched_cli_json_test). The expected numbers come from outside
+# the tool: 3m + p - 1 for uniform costs without a memory limit (the last rank starts after
+# p - 1 forwards, then works 3m units), and from `ppsched simulate` re-timing the written order.
+
+set(uneven ${data}/costs_uneven_8.json)
+ppsched_cli_test(tune_help 0 STDOUT_HAS "--memory-limit X" ARGS tune --help)
+ppsched_cli_test(tune_listed 0 STDOUT_HAS "tune" ARGS --help)
+ppsched_cli_test(tune_uniform 0 STDOUT_HAS "proven optimal"
+                 ARGS tune --ranks 4 --microbatches 8 --quiet)
+ppsched_cli_json_test(tune_uniform_json "d['makespan'] == 3 * 8 + 4 - 1 and d['optimal'] and d['gap'] == 0"
+                      tune --ranks 4 --microbatches 8 --quiet --format json)
+ppsched_cli_test(tune_format_none 0 STDOUT "empty" ARGS tune --ranks 2 --microbatches 4 --format none)
+# The issue's uneven model on 8 ranks: tuned beats or equals every built-in schedule that fits.
+ppsched_cli_json_test(tune_uneven_beats_builtins
+  "all(d['makespan'] <= c['makespan'] for c in d['candidates'] if c['fits']) and d['lower_bound'] <= d['makespan']"
+  tune --ranks 8 --microbatches 32 --costs ${uneven} --max-evaluations 3000 --quiet --format json)
+# With a tight memory limit no built-in fits, tune still answers.
+ppsched_cli_json_test(tune_tight_memory
+  "d['best_builtin'] is None and max(d['peak_memory']) <= 3 and d['makespan'] > 0"
+  tune --ranks 4 --microbatches 8 --stages-per-rank 2 --placement v --memory-limit 3
+  --max-evaluations 3000 --quiet --format json)
+# Round trips: the written CSV re-simulates to the printed makespan and peaks.
+foreach(case IN ITEMS "uniform;--ranks;4;--microbatches;8"
+                      "uneven;--ranks;8;--microbatches;16;--costs;${uneven};--p2p;0.1;--memory-limit;6"
+                      "v;--ranks;4;--microbatches;8;--placement;v;--memory-limit;5;--w;0.5"
+                      "loop2;--ranks;2;--microbatches;6;--stages-per-rank;2;--i;1.5;--memory-limit;5"
+                      "fused;--ranks;4;--microbatches;8;--backward;fused;--memory-limit;3")
+  list(POP_FRONT case name)
+  add_test(NAME cli.tune_roundtrip_${name}
+           COMMAND ${PPSCHED_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/tune_roundtrip.sh
+                   $<TARGET_FILE:ppsched-cli> ${case} --max-evaluations 2000)
+endforeach()
+# Impossible problems and bad usage: exit 2 with a message, nothing on stdout.
+ppsched_cli_test(tune_memory_below_least 2 STDERR_HAS "below the least any order needs: rank 0 needs 2"
+                 ARGS tune --ranks 4 --microbatches 8 --stages-per-rank 2 --memory-limit 1.5)
+ppsched_cli_test(tune_costs_wrong_length 2 STDERR_HAS "8 per-stage entries but the problem has 4 stages"
+                 ARGS tune --ranks 4 --microbatches 8 --costs ${uneven})
+ppsched_cli_test(tune_infinite_cost 2 STDERR_HAS "finite" ARGS tune --ranks 2 --microbatches 2 --f inf)
+ppsched_cli_test(tune_huge_cost 2 STDERR_HAS "too large"
+                 ARGS tune --ranks 2 --microbatches 2 --f 1e300)
+ppsched_cli_test(tune_dual 2 STDERR_HAS "--placement must be loop or v"
+                 ARGS tune --ranks 2 --microbatches 2 --placement dual)
+ppsched_cli_test(tune_no_ranks 2 STDERR_HAS "missing option --ranks" ARGS tune --microbatches 2)
+ppsched_cli_test(tune_bad_backward 2 STDERR_HAS "--backward must be split or fused"
+                 ARGS tune --ranks 2 --microbatches 2 --backward half)
+ppsched_cli_test(tune_bad_time 2 STDERR_HAS "--time-limit"
+                 ARGS tune --ranks 2 --microbatches 2 --time-limit -1)
+ppsched_cli_test(tune_output_dir 2 STDERR_HAS "is a directory"
+                 ARGS tune --ranks 2 --microbatches 2 --output ${data})

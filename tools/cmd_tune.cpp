@@ -1,0 +1,271 @@
+// `ppsched tune --ranks P --microbatches M [--stages-per-rank V] [--placement loop|v]
+// [--costs F.json] [--memory-limit X] [--backward split|fused] [--time-limit S] [--seed N]
+// [--output order.csv] [--picture FILE.svg] [--format text|json]`: the auto-scheduler. Finds a
+// fast order for the model's (possibly uneven) costs within the memory limit, proves a lower
+// bound on every order's makespan, and shows the best built-in schedule beside it.
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <ppsched/algorithms/simulate.hpp>
+#include <ppsched/io/csv.hpp>
+#include <ppsched/io/svg.hpp>
+#include <ppsched/registry.hpp>
+#include <ppsched/tune/tune.hpp>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "cost_options.hpp"
+#include "output_file.hpp"
+
+namespace ppsched::cli {
+
+namespace {
+
+constexpr std::array<option, 13> tune_own_options{{
+    {"--ranks", "P", "pipeline ranks (required)"},
+    {"--microbatches", "M", "microbatches per step (required)"},
+    {"--stages-per-rank", "V", "model chunks per rank (default 1 with loop, 2 with v)"},
+    {"--placement", "P", "where stages live: loop (stage s on rank s % P, default) or v"},
+    {"--memory-limit", "X",
+     "peak memory a rank may hold, in the units simulate reports (parameters + activations)"},
+    {"--backward", "MODE",
+     "split (default: the runtime runs I and W apart, as the zero-bubble schedules) or fused "
+     "(only B)"},
+    {"--time-limit", "S", "seconds the search may take (default 10)"},
+    {"--max-evaluations", "N", "stop after timing N orders (default: no limit)"},
+    {"--seed", "N", "seed of the search's random choices (default 1)"},
+    {"--output", "FILE", "write the order as PyTorch's CSV (compute_only format) to FILE"},
+    {"--picture", "FILE", "draw the tuned order above the best built-in schedule (SVG)"},
+    {"--format", "FORMAT", "text (default), json, or none (only the exit status)"},
+    {"--quiet", "", "no progress line on stderr"},
+}};
+
+constexpr auto tune_options_list = with_cost_options(tune_own_options);
+
+constexpr command_help tune_help{
+    .name = "tune",
+    .arguments = "",
+    .summary = "Find the fastest order for a model's costs and memory budget: start from every\n"
+               "built-in schedule that fits and from greedy orders, improve by a search along the\n"
+               "critical path, and prove a lower bound on the makespan of every valid order.",
+    .options = tune_options_list,
+    .details =
+        "Costs are per stage: a --costs file with per-stage arrays must have one entry per\n"
+        "stage (ranks x stages per rank). The result is a compute-only order; write it with\n"
+        "--output and load it in torchtitan with pipeline_parallel_schedule_csv (see\n"
+        "docs/tuning.md), or lower it with 'ppsched lower'. gap = (makespan - bound) / bound;\n"
+        "gap 0 proves the order optimal. The search is deterministic for a seed unless the\n"
+        "time limit cuts it short. JSON output: {makespan, lower_bound, gap, optimal,\n"
+        "bubble_fraction, peak_memory: [per rank], memory_limit, best_builtin: {name, makespan}\n"
+        "| null, start: {name, makespan}, evaluations, seconds, stopped, bound: {one_machine,\n"
+        "memory, least_memory}, candidates: [{name, applies, fits, makespan, peak_memory,\n"
+        "why_not}]}.\n"
+        "Exit status 2 for a problem no order can meet (a memory limit below the least any\n"
+        "order needs, which the message gives), malformed costs or bad usage.",
+};
+
+tune_problem read_problem(const args& a) {
+    if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
+    if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
+    tune_problem p;
+    p.ranks = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
+    p.microbatches = static_cast<int>(a.integer("--microbatches", 1, 1 << 24, 1));
+    if (auto text = a.value("--placement")) {
+        if (!parse_placement(*text, p.placement) || p.placement == stage_placement::dual)
+            throw usage_error("--placement must be loop or v, got '" + *text + "'");
+    }
+    p.stages_per_rank = static_cast<int>(a.integer("--stages-per-rank", 1, max_stage + 1,
+                                                   p.placement == stage_placement::v ? 2 : 1));
+    if (auto text = a.value("--backward")) {
+        if (!parse_backward_mode(*text, p.backward))
+            throw usage_error("--backward must be split or fused, got '" + *text + "'");
+    }
+    p.costs = read_cost_options(a);
+    if (auto text = a.value("--memory-limit"))
+        p.memory_limit = parse_number(*text, "--memory-limit");
+    return p;
+}
+
+std::string percent(double fraction) {
+    std::array<char, 64> buf{};
+    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), 100 * fraction,
+                                   std::chars_format::fixed, 1);
+    return std::string(buf.data(), res.ptr) + " %";
+}
+
+std::string seconds(double s) {
+    std::array<char, 64> buf{};
+    const auto res =
+        std::to_chars(buf.data(), buf.data() + buf.size(), s, std::chars_format::fixed, 2);
+    return {buf.data(), res.ptr};
+}
+
+std::string text_report(const tune_problem& p, const tune_result& r, const simulation& sim,
+                        const std::optional<std::string>& csv_path) {
+    std::string out =
+        "tune: " + std::to_string(p.ranks) + " ranks, " + std::to_string(p.stages_per_rank) +
+        (p.stages_per_rank == 1 ? " stage" : " stages") + " per rank (" +
+        std::string(to_string_view(p.placement)) + "), " + std::to_string(p.microbatches) +
+        " microbatches, " + std::string(to_string_view(p.backward)) + " backward" +
+        (p.memory_limit ? ", memory limit " + format_number(*p.memory_limit) : "") + "\n";
+    auto row = [&](const std::string& label, const std::string& value, const std::string& note) {
+        out += "  " + label + std::string(label.size() < 15 ? 15 - label.size() : 1, ' ') + value;
+        if (!note.empty())
+            out += std::string(value.size() < 12 ? 12 - value.size() : 1, ' ') + note;
+        out += "\n";
+    };
+    row("makespan", format_number(r.makespan), "");
+    row("lower bound", format_number(r.bound.value),
+        r.gap == 0 ? "proven optimal (gap 0)"
+                   : "gap " + percent(r.gap) + ": no valid order is faster than the bound");
+    row("bubble", percent(sim.bubble_fraction), "idle / (ranks x makespan)");
+    if (r.best_builtin.empty()) {
+        row("best built-in", "none", "no built-in schedule applies and fits the memory limit");
+    } else {
+        const double gain = (r.best_builtin_makespan - r.makespan) / r.best_builtin_makespan;
+        row("best built-in", format_number(r.best_builtin_makespan),
+            r.best_builtin +
+                (gain > 0 ? ": tuned is " + percent(gain) + " faster" : ": as fast as tuned"));
+    }
+    row("started from", format_number(r.start_makespan), r.start);
+    row("searched", std::to_string(r.evaluations) + " orders",
+        "in " + seconds(r.elapsed) + " s, stopped: " + std::string(to_string_view(r.stopped)));
+    out += "\n";
+    const std::array<std::string, 4> head{"rank", "busy", "idle", "peak memory"};
+    std::vector<std::array<std::string, 4>> rows{head};
+    for (const rank_summary& rs : sim.ranks)
+        rows.push_back({std::to_string(rs.rank), format_number(rs.busy), format_number(rs.idle),
+                        format_number(rs.peak_memory)});
+    std::array<std::size_t, 4> width{};
+    for (const auto& x : rows)
+        for (std::size_t i = 0; i < x.size(); ++i) width[i] = std::max(width[i], x[i].size());
+    for (const auto& x : rows) {
+        std::string line = " ";
+        for (std::size_t i = 0; i < x.size(); ++i)
+            line += " " + x[i] + std::string(width[i] - x[i].size(), ' ');
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out += line + "\n";
+    }
+    if (csv_path)
+        out += "\nwrote " + *csv_path +
+               " (PyTorch CSV, compute_only: torchtitan's pipeline_parallel_schedule_csv)\n";
+    return out;
+}
+
+std::string json_report(const tune_problem& p, const tune_result& r, const simulation& sim) {
+    std::string out =
+        "{\"makespan\": " + json_number(r.makespan) +
+        ", \"lower_bound\": " + json_number(r.bound.value) + ", \"gap\": " + json_number(r.gap) +
+        ", \"optimal\": " + (r.gap == 0 ? "true" : "false") +
+        ", \"bubble_fraction\": " + json_number(sim.bubble_fraction) + ",\n \"peak_memory\": [";
+    for (std::size_t i = 0; i < r.peak_memory.size(); ++i)
+        out += (i ? ", " : "") + json_number(r.peak_memory[i]);
+    out += "], \"memory_limit\": " +
+           (p.memory_limit ? json_number(*p.memory_limit) : std::string("null"));
+    out += ",\n \"best_builtin\": " +
+           (r.best_builtin.empty()
+                ? std::string("null")
+                : "{\"name\": " + json_string(r.best_builtin) +
+                      ", \"makespan\": " + json_number(r.best_builtin_makespan) + "}");
+    out += ", \"start\": {\"name\": " + json_string(r.start) +
+           ", \"makespan\": " + json_number(r.start_makespan) + "}";
+    out += ",\n \"evaluations\": " + std::to_string(r.evaluations) +
+           ", \"seconds\": " + json_number(r.elapsed) +
+           ", \"stopped\": " + json_string(to_string_view(r.stopped));
+    out += ",\n \"bound\": {\"one_machine\": " + json_number(r.bound.one_machine) +
+           ", \"one_machine_rank\": " + std::to_string(r.bound.one_machine_rank) +
+           ", \"memory\": " + json_number(r.bound.memory) +
+           ", \"memory_rank\": " + std::to_string(r.bound.memory_rank) + ", \"least_memory\": [";
+    for (std::size_t i = 0; i < r.bound.least_memory.size(); ++i)
+        out += (i ? ", " : "") + json_number(r.bound.least_memory[i]);
+    out += "]},\n \"candidates\": [";
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+        const tune_candidate& c = r.candidates[i];
+        out += std::string(i ? ",\n  " : "\n  ") + "{\"name\": " + json_string(c.name) +
+               ", \"applies\": " + (c.applies ? "true" : "false") +
+               ", \"fits\": " + (c.fits ? "true" : "false");
+        if (c.applies)
+            out += ", \"makespan\": " + json_number(c.makespan) +
+                   ", \"peak_memory\": " + json_number(c.peak_memory);
+        out += ", \"why_not\": " + json_string(c.why_not) + "}";
+    }
+    return out + "]}\n";
+}
+
+} // namespace
+
+int cmd_tune(std::span<const std::string> argv, output& out) {
+    const args a = parse(argv, tune_help);
+    if (a.help_requested()) {
+        out.out = help_text(tune_help);
+        return exit_ok;
+    }
+    a.expect_positionals(0, 0, "");
+    const std::string format = a.value("--format").value_or("text");
+    if (format != "text" && format != "json" && format != "none")
+        throw usage_error("--format must be text, json or none, got '" + format + "'");
+    const tune_problem problem = read_problem(a);
+    tune_options options;
+    if (auto text = a.value("--time-limit")) {
+        options.time_limit = parse_number(*text, "--time-limit");
+        if (!(options.time_limit <= 1e7)) throw usage_error("--time-limit must be <= 1e7 seconds");
+    }
+    options.max_evaluations =
+        static_cast<std::uint64_t>(a.integer("--max-evaluations", 1, 1LL << 62, 0));
+    options.seed = static_cast<std::uint64_t>(a.integer("--seed", 0, 1LL << 62, 1));
+    // A progress line on stderr once the search runs longer than a second.
+    bool printed = false;
+    if (!a.has("--quiet")) {
+        options.progress = [&printed](const tune_progress& pr) {
+            std::fprintf(stderr, "\rppsched tune: %.0f s, %llu orders, best %s, bound %s   ",
+                         pr.elapsed, static_cast<unsigned long long>(pr.evaluations),
+                         format_number(pr.best).c_str(), format_number(pr.lower_bound).c_str());
+            std::fflush(stderr);
+            printed = true;
+        };
+    }
+    const tune_result r = tune(problem, options);
+    if (printed) std::fprintf(stderr, "\n");
+    const simulation sim = simulate(r.best, problem.costs);
+    const auto csv_path = a.value("--output");
+    if (csv_path) write_output_file(*csv_path, io::write_csv(r.best));
+    if (auto picture = a.value("--picture")) {
+        std::vector<io::chart> charts;
+        charts.push_back({"tuned", problem.cfg(), sim, false, ""});
+        auto add_builtin = [&](const std::string& name) {
+            for (const tune_candidate& c : r.candidates)
+                if (c.name == name && c.applies)
+                    charts.push_back({name, problem.cfg(),
+                                      simulate(tune_candidate_order(problem, name), problem.costs),
+                                      false, ""});
+        };
+        if (!r.best_builtin.empty()) add_builtin(r.best_builtin);
+        if (r.best_builtin != "1F1B" && problem.placement == stage_placement::loop &&
+            problem.stages_per_rank == 1)
+            add_builtin("1F1B");
+        io::svg_options opts;
+        opts.title =
+            "ppsched tune: " + std::to_string(problem.ranks) + " ranks, " +
+            std::to_string(problem.microbatches) + " microbatches" +
+            (problem.memory_limit ? ", memory limit " + format_number(*problem.memory_limit) : "");
+        opts.subtitle =
+            "the tuned order, the best built-in schedule that fits, and 1F1B for reference; lower "
+            "bound " +
+            format_number(r.bound.value);
+        write_output_file(*picture, io::write_svg(charts, opts));
+    }
+    if (format == "text") out.out = text_report(problem, r, sim, csv_path);
+    if (format == "json") out.out = json_report(problem, r, sim);
+    return exit_ok;
+}
+
+} // namespace ppsched::cli
