@@ -170,8 +170,21 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
     if (auto text = a.value("--memory-limit")) limit = parse_number(*text, "--memory-limit");
     // A rank's parameters take their share of the limit whatever the schedule (they are split
     // over its stages like the rest); memory-aware schedules plan the activations in the rest.
-    const double parameters = costs.uniform.parameters.value_or(0.0);
-    if (!costs.per_stage.empty())
+    double parameters = costs.uniform.parameters.value_or(0.0);
+    // --model --layout: the layout fixes V and the per-stage costs; the capacity is the limit.
+    const std::optional<model_layout_costs> from_model = read_model_layout(a);
+    if (from_model) {
+        const int stages = from_model->stages;
+        if (stages % p != 0)
+            throw usage_error("--layout has " + std::to_string(stages) +
+                              " stages, not a multiple of the " + std::to_string(p) + " ranks");
+        v_min = v_max = stages / p;
+        if (!limit) limit = from_model->capacity;
+        parameters = 0; // the largest rank's parameters (stage sums, any placement: a bound)
+        for (int s = 0; s < stages; ++s)
+            parameters = std::max(parameters, costs.at(s).parameters * v_min);
+    }
+    if (!costs.per_stage.empty() && !from_model)
         throw usage_error("compare splits a rank's costs over its stages; a cost file with "
                           "per-stage values cannot be split (use 'ppsched simulate')");
 
@@ -180,10 +193,16 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
     for (const schedule_entry& e : builtin_schedules().entries()) {
         std::string first_reason; // why it was not simulated
         bool any = false;
+        if (from_model && e.placement == stage_placement::dual) {
+            // A layout is one pipeline in model order; dual runs two with other stages.
+            rejected.push_back({e.pytorch_name, "a --layout describes one pipeline, not two"});
+            continue;
+        }
         for (int v = v_min; v <= v_max; ++v) {
             const config cfg{.ranks = p, .stages_per_rank = v, .microbatches = m};
             const cost_model split =
-                split_over_stages(costs, stages_per_microbatch(v, e.placement));
+                from_model ? costs
+                           : split_over_stages(costs, stages_per_microbatch(v, e.placement));
             schedule_params params = with_costs(e, {}, split);
             if (limit && *limit > parameters && takes_parameter(e, "memory_limit"))
                 params.memory_limit = *limit - parameters;
@@ -242,8 +261,9 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         io::svg_options opts;
         opts.title = "ppsched compare: " + std::to_string(p) + " ranks, " + std::to_string(m) +
                      " microbatches" + (a.has("--lower") ? ", lowered" : "");
-        opts.subtitle = "fastest first; the costs are a rank's share of the model, split over "
-                        "its V stages";
+        opts.subtitle = from_model ? "fastest first; per-stage costs of --model --layout"
+                                   : "fastest first; the costs are a rank's share of the model, "
+                                     "split over its V stages";
         if (*path == "-") {
             // The picture is the output (the report would corrupt it).
             out.out = io::write_svg(charts, opts);
@@ -252,6 +272,10 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         write_output_file(*path, io::write_svg(charts, opts));
     }
     if (format == "text") out.out = text_report(p, m, limit, results, rejected);
+    if (from_model && format == "text") {
+        const std::string share = "the costs are a rank's share of the model";
+        out.out.replace(out.out.find(share), share.size(), "per-stage costs of --model --layout");
+    }
     if (format == "json") out.out = json_report(p, m, limit, results, rejected);
     if (results.empty()) {
         out.err = "ppsched: compare: no schedule accepts " + std::to_string(p) + " ranks and " +

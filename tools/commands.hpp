@@ -30,6 +30,7 @@ int cmd_compare(std::span<const std::string> argv, output& out);
 int cmd_render(std::span<const std::string> argv, output& out);
 int cmd_trace(std::span<const std::string> argv, output& out);
 int cmd_timeline(std::span<const std::string> argv, output& out);
+int cmd_plan(std::span<const std::string> argv, output& out);
 int cmd_tune(std::span<const std::string> argv, output& out);
 int cmd_report(std::span<const std::string> argv, output& out);
 int cmd_calibrate(std::span<const std::string> argv, output& out);
@@ -67,6 +68,8 @@ inline constexpr command commands[] = {
      cmd_trace},
     {"timeline", "print a simulated timeline for a terminal: a line per rank, a letter per time",
      cmd_timeline},
+    {"plan", "split a model into pipeline stages jointly with its schedule (layout, order)",
+     cmd_plan},
     {"tune", "find the fastest order for per-stage costs and a memory limit, with a lower bound",
      cmd_tune},
     {"report", "write one self-contained interactive HTML page to explore and compare schedules",

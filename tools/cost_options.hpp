@@ -21,11 +21,12 @@
 
 #include "cli.hpp"
 #include "input.hpp"
+#include "model_options.hpp"
 
 namespace ppsched::cli {
 
 /// The cost options, in the order `--help` lists them.
-inline constexpr std::array<option, 14> cost_option_list{{
+inline constexpr std::array<option, 16> cost_option_list{{
     {"--costs", "FILE", "cost model as JSON (see docs/simulation.md); the flags below override it"},
     {"--f", "X", "forward time (default 1)"},
     {"--i", "X", "input-gradient backward time (default: F, or B - W)"},
@@ -42,6 +43,10 @@ inline constexpr std::array<option, 14> cost_option_list{{
      "microbatch's activations of one stage)"},
     {"--parameters", "X", "parameter memory, in the same memory units (default 0)"},
     {"--i-frees", "X", "fraction of the activation memory I frees; W frees the rest (default 0)"},
+    {"--model", "FILE",
+     "with --layout: per-stage costs of a model file's layers (docs/planning.md)"},
+    {"--layout", "STRING",
+     "Megatron layout string splitting --model into stages (\"Et*3|(tt|)*29,m|L\")"},
 }};
 
 /// A command's own options, then `extra` (e.g. `schedule_param_options`), then the cost
@@ -95,6 +100,10 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
     // Read as every input is (a directory, an empty file and '-' handled alike).
     if (auto file = a.value("--costs"))
         c = io::read_cost_json(read_input(*file), source_name(*file));
+    if (auto split = read_model_layout(a)) {
+        if (a.has("--costs")) throw usage_error("--costs and --model cannot be used together");
+        c = std::move(split->costs);
+    }
     const std::array<std::pair<std::string_view, std::optional<double> stage_costs::*>, 9> flags{
         {{"--f", &stage_costs::forward},
          {"--i", &stage_costs::backward_input},

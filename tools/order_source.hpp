@@ -94,6 +94,24 @@ struct sourced_order {
         out.title = found->pytorch_name;
     }
     out.costs = read_cost_options(a);
+    if (a.has("--model")) {
+        // The layout fixes the stage count: V = stages / P.
+        const int stages = static_cast<int>(out.costs.per_stage.size());
+        const int ranks = entry ? generated.ranks : out.o.cfg().ranks;
+        if (stages % ranks != 0)
+            throw usage_error("--layout has " + std::to_string(stages) +
+                              " stages, not a multiple of the " + std::to_string(ranks) + " ranks");
+        if (entry) {
+            if (a.has("--stages-per-rank") && generated.stages_per_rank != stages / ranks)
+                throw usage_error("--stages-per-rank " + std::to_string(generated.stages_per_rank) +
+                                  " differs from the layout's " + std::to_string(stages / ranks));
+            generated.stages_per_rank = stages / ranks;
+        } else if (out.o.cfg().num_stages() != stages) {
+            throw usage_error("--layout has " + std::to_string(stages) +
+                              " stages but the order has " +
+                              std::to_string(out.o.cfg().num_stages()));
+        }
+    }
     if (a.has("--per-rank")) {
         if (!out.costs.per_stage.empty())
             throw usage_error("--per-rank cannot split a cost file's per-stage values");

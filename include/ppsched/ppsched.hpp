@@ -30,3 +30,8 @@
 #include "ppsched/io/step_table.hpp"
 #include "ppsched/io/svg.hpp"
 #include "ppsched/io/text_timeline.hpp"
+#include "ppsched/plan/layout.hpp"
+#include "ppsched/plan/model.hpp"
+#include "ppsched/plan/partition.hpp"
+#include "ppsched/plan/plan.hpp"
+#include "ppsched/plan/split.hpp"

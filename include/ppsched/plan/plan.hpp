@@ -1,0 +1,332 @@
+#pragma once
+/// \file plan/plan.hpp
+/// `plan(model, ranks, microbatches, options)`: chooses, jointly, the split of a model's
+/// layers into `ranks x v` contiguous stages, the number of stages per rank `v`, the placement
+/// (loop or V) and the order (through `tune`), minimising the simulated step time within the
+/// per-rank memory capacity.
+///
+/// How it searches:
+/// 1. Candidate splits for every `v` in 1..max and placement (loop; also V when v >= 2): the
+///    default split (equal decoder layers per stage), and exact min-max contiguous partitions
+///    (`min_max_partition`) under several weightings: compute time (F + B) balanced; balanced
+///    with a memory rule (each stage's parameters plus the activations a 1F1B-like schedule
+///    keeps in flight on it within its rank's share of the capacity); the first and last stage
+///    given 20% less work (they also send or receive alone and, in 1F1B, bound the warm-up and
+///    cool-down); and the least-memory split (parameters + activations balanced).
+/// 2. Candidates whose least memory (tune's: parameters plus one microbatch's activations on
+///    each of a rank's stages) exceeds the capacity are dropped; if none is left, the capacity
+///    is an error saying how much is missing.
+/// 3. The schedule's feedback: the fitting candidates are tuned in increasing order of their
+///    makespan lower bound, each with an equal share of the remaining time, skipping those
+///    whose bound cannot beat the best makespan found. Every candidate's built-in schedules
+///    are tuned's start points, so the plan is never slower than the default split with its
+///    best built-in schedule.
+/// 4. Refinement: the best split's neighbours (one layer moved across one boundary) are tuned
+///    when their bound can beat it, and kept when the schedule gets faster (a few passes,
+///    within the time limit).
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ppsched/config.hpp"
+#include "ppsched/error.hpp"
+#include "ppsched/plan/model.hpp"
+#include "ppsched/plan/partition.hpp"
+#include "ppsched/plan/split.hpp"
+#include "ppsched/tune/lower_bound.hpp"
+#include "ppsched/tune/problem.hpp"
+#include "ppsched/tune/tune.hpp"
+
+namespace ppsched {
+
+/// What `plan` may try and how long it may search.
+struct plan_options {
+    int max_stages_per_rank = 4; ///< try v = 1..this stages per rank
+    /// Wall-clock seconds for all of tune's searches together (each candidate gets an equal
+    /// share of what is left).
+    double time_limit = 5;
+    /// Per candidate: stop tune after this many simulated orders (0: no limit). With a
+    /// generous time limit the result then depends only on the inputs.
+    std::uint64_t max_evaluations = 0;
+    std::uint64_t seed = 1; ///< tune's seed
+    /// Force a fused backward (B only) even when every layer gives I and W.
+    bool fused_backward = false;
+};
+
+/// One split `plan` considered.
+struct plan_candidate {
+    std::vector<int> stage_layers; ///< layers per stage, in model order
+    int stages_per_rank = 1;
+    stage_placement placement = stage_placement::loop;
+    std::string rule;         ///< how it was made: `default`, `balanced`, `memory`, ...
+    double least_memory = 0;  ///< the largest per-rank least memory
+    bool fits = false;        ///< least memory within the capacity
+    double lower_bound = 0;   ///< tune's makespan bound (when it fits)
+    bool searched = false;    ///< tune ran on it (else pruned by its bound)
+    double makespan = 0;      ///< tune's makespan (when searched)
+    std::string best_builtin; ///< its best built-in schedule that fits (when searched)
+    double best_builtin_makespan = 0;
+};
+
+/// What `plan` chose, and the default it is compared against.
+struct plan_result {
+    std::vector<int> stage_layers; ///< layers per stage, in model order (ranks x v stages)
+    int stages_per_rank = 1;
+    stage_placement placement = stage_placement::loop;
+    std::string rule;     ///< the rule that made the chosen split
+    tune_problem problem; ///< the chosen split's scheduling problem
+    tune_result schedule; ///< tune's answer: the order, its makespan, peak memory, bound
+    /// The default split with its best built-in schedule (over every v and placement tried);
+    /// `default_schedule` is empty when no default split has a built-in that fits.
+    std::vector<int> default_stage_layers;
+    int default_stages_per_rank = 1;
+    stage_placement default_placement = stage_placement::loop;
+    std::string default_schedule;
+    double default_makespan = 0;
+    std::vector<plan_candidate> candidates; ///< every split considered
+    double elapsed = 0;                     ///< seconds
+};
+
+namespace detail::plan {
+
+inline void add_candidate(std::vector<plan_candidate>& out, std::vector<int> sizes, int v,
+                          stage_placement placement, std::string rule) {
+    for (const plan_candidate& c : out)
+        if (c.stages_per_rank == v && c.placement == placement && c.stage_layers == sizes) {
+            return; // the same split from another rule
+        }
+    plan_candidate c;
+    c.stage_layers = std::move(sizes);
+    c.stages_per_rank = v;
+    c.placement = placement;
+    c.rule = std::move(rule);
+    out.push_back(std::move(c));
+}
+
+// A number for messages: up to 6 significant digits (`4`, `1.25`).
+inline std::string short_number(double v) {
+    std::array<char, 32> buf{};
+    const auto res =
+        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 6);
+    return {buf.data(), res.ptr};
+}
+
+} // namespace detail::plan
+
+/// Plans `model` on `ranks` pipeline ranks with `microbatches` microbatches (see the file
+/// comment for how). Throws `config_error` for counts out of range, a model without layers,
+/// or a memory capacity no candidate split fits (the message says how much memory is
+/// missing). Complexity: O(v_max^2 * ranks * layers^2) for the partitions, plus tune's
+/// searches within `options.time_limit`.
+[[nodiscard]] inline plan_result plan(const model_description& model, int ranks, int microbatches,
+                                      const plan_options& options = {}) {
+    using clock = std::chrono::steady_clock;
+    const auto started = clock::now();
+    PPSCHED_EXPECTS(ranks >= 1, "ppsched::plan: ranks must be >= 1 (got ", ranks, ")");
+    PPSCHED_EXPECTS(microbatches >= 1, "ppsched::plan: microbatches must be >= 1 (got ",
+                    microbatches, ")");
+    PPSCHED_EXPECTS(options.max_stages_per_rank >= 1,
+                    "ppsched::plan: max_stages_per_rank must be >= 1 (got ",
+                    options.max_stages_per_rank, ")");
+    PPSCHED_EXPECTS(!model.layers.empty(), "ppsched::plan: the model has no layers");
+    const int n = static_cast<int>(model.layers.size());
+    const double capacity = model.memory_capacity;
+
+    std::vector<double> compute, memory;
+    for (const model_layer& l : model.layers) {
+        compute.push_back(l.forward + l.full_backward);
+        memory.push_back(l.parameters + l.activation);
+    }
+
+    // 1. Candidate splits.
+    std::vector<plan_candidate> cands;
+    for (int v = 1; v <= options.max_stages_per_rank; ++v) {
+        for (stage_placement placement : {stage_placement::loop, stage_placement::v}) {
+            if (placement == stage_placement::v && v < 2) continue;
+            const int stages = ranks * v;
+            const config cfg{.ranks = ranks,
+                             .stages_per_rank = v,
+                             .microbatches = microbatches,
+                             .placement = placement};
+            detail::plan::add_candidate(cands, default_split(model, stages), v, placement,
+                                        "default");
+            if (n < stages) continue;
+            if (auto s = min_max_partition(compute, stages))
+                detail::plan::add_candidate(cands, std::move(*s), v, placement, "balanced");
+            // Memory rule: parameters plus the activations of the microbatches a 1F1B-like
+            // schedule keeps in flight on the stage (ranks - rank, at most M) within the
+            // rank's share of the capacity.
+            std::vector<double> prefix_act(static_cast<std::size_t>(n) + 1, 0),
+                prefix_par(static_cast<std::size_t>(n) + 1, 0);
+            for (std::size_t i = 0; i < model.layers.size(); ++i) {
+                prefix_act[i + 1] = prefix_act[i] + model.layers[i].activation;
+                prefix_par[i + 1] = prefix_par[i] + model.layers[i].parameters;
+            }
+            const partition_rule fits_in_flight = [&](int k, int i, int j) {
+                const int in_flight = std::min(microbatches, ranks - cfg.stage_to_rank(k));
+                const auto ui = static_cast<std::size_t>(i), uj = static_cast<std::size_t>(j);
+                return prefix_par[uj] - prefix_par[ui] +
+                           in_flight * (prefix_act[uj] - prefix_act[ui]) <=
+                       capacity / v;
+            };
+            if (auto s = min_max_partition(compute, stages, {}, fits_in_flight))
+                detail::plan::add_candidate(cands, std::move(*s), v, placement, "memory");
+            std::vector<double> ends(static_cast<std::size_t>(stages), 1.0);
+            ends.front() = ends.back() = 1.25;
+            if (auto s = min_max_partition(compute, stages, ends))
+                detail::plan::add_candidate(cands, std::move(*s), v, placement, "light ends");
+            if (auto s = min_max_partition(memory, stages))
+                detail::plan::add_candidate(cands, std::move(*s), v, placement, "least memory");
+        }
+    }
+
+    // 2. Memory: drop what cannot fit; bound the rest.
+    std::vector<std::size_t> fitting;
+    double least_needed = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+        plan_candidate& c = cands[i];
+        const config cfg{.ranks = ranks,
+                         .stages_per_rank = c.stages_per_rank,
+                         .microbatches = microbatches,
+                         .placement = c.placement};
+        const std::vector<double> need = least_rank_memory(model, c.stage_layers, cfg);
+        c.least_memory = *std::max_element(need.begin(), need.end());
+        least_needed = std::min(least_needed, c.least_memory);
+        c.fits = c.least_memory <= capacity;
+        if (!c.fits) continue;
+        tune_problem p = split_problem(model, c.stage_layers, ranks, microbatches,
+                                       c.stages_per_rank, c.placement);
+        if (options.fused_backward) p.backward = backward_mode::fused;
+        c.lower_bound = lower_bound(p).value;
+        fitting.push_back(i);
+    }
+    if (fitting.empty())
+        throw config_error("ppsched::plan: no split of the model fits the memory capacity of " +
+                           detail::plan::short_number(capacity) +
+                           " GB per rank: the least any split tried needs is " +
+                           detail::plan::short_number(least_needed) +
+                           " GB (parameters plus one microbatch's activations), " +
+                           detail::plan::short_number(least_needed - capacity) + " GB missing");
+
+    // 3. Tune the candidates, most promising first.
+    std::stable_sort(fitting.begin(), fitting.end(), [&](std::size_t a, std::size_t b) {
+        return cands[a].lower_bound < cands[b].lower_bound;
+    });
+    plan_result result;
+    bool have = false;
+    double best_default = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < fitting.size(); ++k) {
+        plan_candidate& c = cands[fitting[k]];
+        tune_problem p = split_problem(model, c.stage_layers, ranks, microbatches,
+                                       c.stages_per_rank, c.placement);
+        if (options.fused_backward) p.backward = backward_mode::fused;
+        const bool is_default = c.rule == "default";
+        const bool pruned = have && c.lower_bound >= result.schedule.makespan * (1 - 1e-12);
+        if (pruned && !is_default) continue;
+        const double spent = std::chrono::duration<double>(clock::now() - started).count();
+        tune_options to;
+        to.time_limit =
+            std::max(0.0, options.time_limit - spent) / static_cast<double>(fitting.size() - k);
+        to.max_evaluations = options.max_evaluations;
+        to.seed = options.seed;
+        // A default split that cannot win still gives the baseline: its built-ins only.
+        if (pruned) to.max_evaluations = 1;
+        tune_result r = tune(p, to);
+        c.searched = !pruned;
+        c.best_builtin = r.best_builtin;
+        c.best_builtin_makespan = r.best_builtin_makespan;
+        if (is_default && !r.best_builtin.empty() && r.best_builtin_makespan < best_default) {
+            best_default = r.best_builtin_makespan;
+            result.default_stage_layers = c.stage_layers;
+            result.default_stages_per_rank = c.stages_per_rank;
+            result.default_placement = c.placement;
+            result.default_schedule = r.best_builtin;
+            result.default_makespan = r.best_builtin_makespan;
+        }
+        if (pruned) continue;
+        c.makespan = r.makespan;
+        if (!have || r.makespan < result.schedule.makespan) {
+            have = true;
+            result.stage_layers = c.stage_layers;
+            result.stages_per_rank = c.stages_per_rank;
+            result.placement = c.placement;
+            result.rule = c.rule;
+            result.problem = std::move(p);
+            result.schedule = std::move(r);
+        }
+    }
+    // 4. Refinement: move one layer across one boundary of the best split while that makes
+    // the tuned schedule faster; a neighbour is tuned only when its bound can beat the best.
+    // At most 4 passes of 2 (stages - 1) neighbours, within the time limit.
+    auto left = [&] {
+        return options.time_limit - std::chrono::duration<double>(clock::now() - started).count();
+    };
+    for (int pass = 0; pass < 4 && have && left() > 0; ++pass) {
+        bool improved = false;
+        const int stages = static_cast<int>(result.stage_layers.size());
+        for (int b = 0; b + 1 < stages && left() > 0; ++b) {
+            for (int d : {-1, 1}) {
+                std::vector<int> sizes = result.stage_layers;
+                sizes[static_cast<std::size_t>(b)] += d;
+                sizes[static_cast<std::size_t>(b + 1)] -= d;
+                if (sizes[static_cast<std::size_t>(b)] < 1 ||
+                    sizes[static_cast<std::size_t>(b + 1)] < 1)
+                    continue;
+                const config cfg{.ranks = ranks,
+                                 .stages_per_rank = result.stages_per_rank,
+                                 .microbatches = microbatches,
+                                 .placement = result.placement};
+                const std::vector<double> need = least_rank_memory(model, sizes, cfg);
+                if (*std::max_element(need.begin(), need.end()) > capacity) continue;
+                tune_problem p = split_problem(model, sizes, ranks, microbatches,
+                                               result.stages_per_rank, result.placement);
+                if (options.fused_backward) p.backward = backward_mode::fused;
+                const double bound = lower_bound(p).value;
+                if (bound >= result.schedule.makespan * (1 - 1e-12)) continue;
+                tune_options to;
+                to.time_limit = std::min(left(), options.time_limit / 10);
+                to.max_evaluations = options.max_evaluations;
+                to.seed = options.seed;
+                tune_result r = tune(p, to);
+                plan_candidate c;
+                c.stage_layers = sizes;
+                c.stages_per_rank = result.stages_per_rank;
+                c.placement = result.placement;
+                c.rule = "refined";
+                c.least_memory = *std::max_element(need.begin(), need.end());
+                c.fits = true;
+                c.lower_bound = bound;
+                c.searched = true;
+                c.makespan = r.makespan;
+                c.best_builtin = r.best_builtin;
+                c.best_builtin_makespan = r.best_builtin_makespan;
+                cands.push_back(std::move(c));
+                if (r.makespan < result.schedule.makespan * (1 - 1e-9)) {
+                    result.stage_layers = std::move(sizes);
+                    if (result.rule.find("refined") == std::string::npos)
+                        result.rule += ", refined";
+                    result.problem = std::move(p);
+                    result.schedule = std::move(r);
+                    improved = true;
+                    break; // the boundary's other direction starts from the new split
+                }
+            }
+        }
+        if (!improved) break;
+    }
+
+    result.candidates = std::move(cands);
+    result.elapsed = std::chrono::duration<double>(clock::now() - started).count();
+    return result;
+}
+
+} // namespace ppsched

@@ -1,0 +1,66 @@
+# `ppsched plan` and the --model/--layout options of simulate, render and compare.
+set(tiny ${data}/model_tiny.json)
+set(plan_fast --time-limit 2 --max-evaluations 200)
+ppsched_cli_test(plan_help 0 STDOUT_HAS "--max-stages-per-rank" ARGS plan --help)
+ppsched_cli_test(plan_text 0 STDOUT_HAS "--pipeline-model-parallel-layout \""
+                 ARGS plan ${tiny} --ranks 2 --microbatches 4 ${plan_fast})
+ppsched_cli_test(plan_torchtitan 0 STDOUT_HAS "[[\"tok_embeddings\""
+                 ARGS plan ${tiny} --ranks 2 --microbatches 4 ${plan_fast})
+ppsched_cli_test(plan_torchtitan_last 0 STDOUT_HAS "\"norm\", \"output\"]]"
+                 ARGS plan ${tiny} --ranks 2 --microbatches 4 ${plan_fast})
+ppsched_cli_test(plan_default 0 STDOUT_HAS "default split: "
+                 ARGS plan ${tiny} --ranks 2 --microbatches 4 ${plan_fast})
+ppsched_cli_test(plan_json 0 STDOUT_HAS "\"speedup\": "
+                 ARGS plan ${tiny} --ranks 2 --microbatches 4 --format json ${plan_fast})
+ppsched_cli_test(plan_example_deepseek 0 STDOUT_HAS "speedup"
+                 ARGS plan ${PROJECT_SOURCE_DIR}/examples/models/deepseek_v3.json --ranks 4
+                      --microbatches 8 --max-stages-per-rank 2 ${plan_fast})
+ppsched_cli_test(plan_no_ranks 2 STDERR_HAS "missing option --ranks" ARGS plan ${tiny})
+ppsched_cli_test(plan_no_model 2 STDERR_HAS "missing argument MODEL.json"
+                 ARGS plan --ranks 2 --microbatches 4)
+ppsched_cli_test(plan_bad_model 2 STDERR_HAS "model_bad.json:4:5: the layer gives 'I' but not 'W'"
+                 ARGS plan ${data}/model_bad.json --ranks 2 --microbatches 4)
+ppsched_cli_test(plan_memory_missing 2 STDERR_HAS "3 GB per rank: the least any split tried needs is 4 GB"
+                 ARGS plan ${data}/model_too_big.json --ranks 2 --microbatches 4)
+ppsched_cli_test(plan_memory_missing_amount 2 STDERR_HAS "), 1 GB missing"
+                 ARGS plan ${data}/model_too_big.json --ranks 2 --microbatches 4)
+ppsched_cli_test(plan_bad_format 2 ARGS plan ${tiny} --ranks 2 --microbatches 4 --format xml)
+# The order written by --output is a valid CSV order the tool reads back.
+add_test(NAME cli.plan_output_roundtrip
+         COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:ppsched-cli> -DMODEL=${tiny}
+                 -DOUT=${CMAKE_CURRENT_BINARY_DIR}/plan_order.csv
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/plan_output.cmake.in)
+
+# --model --layout: the split a user runs today.
+ppsched_cli_test(simulate_model_layout 0 STDOUT_HAS "makespan"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 4 --model ${tiny} --layout "Et*4|t*4L")
+ppsched_cli_test(simulate_model_layout_interleaved 0 STDOUT_HAS "2 stages per rank"
+                 ARGS simulate Interleaved1F1B --ranks 2 --microbatches 4 --model ${tiny}
+                      --layout "Et*2|(tt|)*2,ttL")
+ppsched_cli_test(render_model_layout 0 STDOUT_HAS "makespan"
+                 ARGS render 1F1B --ranks 2 --microbatches 4 --model ${tiny} --layout "Et*4|t*4L"
+                      --output -)
+ppsched_cli_test(compare_model_layout 0 STDOUT_HAS "per-stage costs of --model --layout"
+                 ARGS compare --ranks 2 --microbatches 4 --model ${tiny} --layout "Et*4|t*4L")
+ppsched_cli_test(simulate_layout_without_model 2 STDERR_HAS "--layout needs --model"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 4 --layout "Et*4|t*4L")
+ppsched_cli_test(simulate_model_without_layout 2 STDERR_HAS "--model needs --layout"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 4 --model ${tiny})
+ppsched_cli_test(simulate_layout_mismatch 2 STDERR_HAS "stage 1 has 'm' where the model's layer 9"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 4 --model ${tiny} --layout "Et*4|t*4m")
+ppsched_cli_test(simulate_layout_bad_text 2 STDERR_HAS "--layout:1:5: unexpected character"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 4 --model ${tiny} --layout "Et*4x")
+ppsched_cli_test(simulate_layout_stage_count 2 STDERR_HAS "not a multiple of the 2 ranks"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 4 --model ${tiny}
+                      --layout "Et*4|t*2|t*2L")
+foreach(case IN ITEMS "model_tiny.json;2;4" "../../../examples/models/deepseek_v3.json;4;8")
+  list(GET case 0 file)
+  list(GET case 1 ranks)
+  list(GET case 2 mb)
+  get_filename_component(stem ${file} NAME_WE)
+  add_test(NAME cli.plan_layout_roundtrip_${stem}
+           COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:ppsched-cli> -DMODEL=${data}/${file}
+                   -DRANKS=${ranks} -DMB=${mb}
+                   -DOUT=${CMAKE_CURRENT_BINARY_DIR}/plan_roundtrip_${stem}.csv
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/plan_layout_roundtrip.cmake.in)
+endforeach()
