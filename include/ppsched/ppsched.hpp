@@ -1,7 +1,8 @@
 #pragma once
 /// \file ppsched.hpp
 /// Everything in ppsched except the fmt formatters (`ppsched/format.hpp`): the vocabulary, every
-/// schedule, every algorithm, the registry, the auto-scheduler and the text formats. Standard library only.
+/// schedule, every algorithm, the registry, the auto-scheduler and the text formats. Standard
+/// library only.
 
 #include "ppsched/action.hpp"
 #include "ppsched/concepts.hpp"

@@ -54,8 +54,8 @@ struct budget {
     void improved(double makespan) {
         if (makespan < best_so_far || best_so_far == 0) {
             best_so_far = makespan;
-            best_at = std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
-                          .count();
+            best_at =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         }
     }
     double best_at = 0; ///< seconds from the start to the best makespan so far
