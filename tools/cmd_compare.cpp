@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -15,6 +16,7 @@
 #include <ppsched/config.hpp>
 #include <ppsched/io/svg.hpp>
 #include <ppsched/registry.hpp>
+#include <ppsched/tune/tune.hpp>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -26,7 +28,7 @@ namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 10> compare_own_options{{
+constexpr std::array<option, 11> compare_own_options{{
     {"--ranks", "P", "pipeline ranks (required)"},
     {"--microbatches", "M", "microbatches per iteration (required)"},
     {"--stages-per-rank", "V", "only try V stages per rank (default: every V it supports)"},
@@ -40,6 +42,9 @@ constexpr std::array<option, 10> compare_own_options{{
     {"--memory-limit", "X",
      "drop schedules whose peak memory per rank (activations + parameters, in the units of\n"
      "--activation) exceeds X; memory-aware schedules plan with it"},
+    {"--tune-time", "S",
+     "with per-stage costs (a cost file with one entry per stage, or --model --layout): also\n"
+     "the order 'ppsched tune' finds in S seconds per placement (default 1; 0: none)"},
 }};
 
 constexpr auto compare_options = with_cost_options(compare_own_options);
@@ -184,25 +189,49 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         for (int s = 0; s < stages; ++s)
             parameters = std::max(parameters, costs.at(s).parameters * v_min);
     }
-    if (!costs.per_stage.empty() && !from_model)
-        throw usage_error("compare splits a rank's costs over its stages; a cost file with "
-                          "per-stage values cannot be split (use 'ppsched simulate')");
+    // A cost file with per-stage values fixes the stage count, hence V: every schedule with
+    // that V is timed with the costs as they are (nothing is split), and so is the order
+    // `tune` finds for them.
+    const bool per_stage_file = !costs.per_stage.empty() && !from_model;
+    if (per_stage_file) {
+        const auto stages = static_cast<long long>(costs.per_stage.size());
+        if (stages % p != 0)
+            throw usage_error("the cost file has " + std::to_string(stages) +
+                              " per-stage entries, not a multiple of the " + std::to_string(p) +
+                              " ranks (one entry per stage: ranks x stages per rank)");
+        if (a.has("--stages-per-rank") && v_min != stages / p)
+            throw usage_error("--stages-per-rank " + std::to_string(v_min) +
+                              " disagrees with the " + std::to_string(stages) +
+                              " per-stage entries of the cost file (" + std::to_string(stages / p) +
+                              " per rank)");
+        v_min = v_max = static_cast<int>(stages / p);
+        for (int s = 0; s < static_cast<int>(stages); ++s)
+            parameters = std::max(parameters, costs.at(s).parameters * v_min);
+    }
+    const bool per_stage = from_model.has_value() || per_stage_file;
+    const double tune_seconds =
+        a.has("--tune-time") ? parse_number(*a.value("--tune-time"), "--tune-time") : 1.0;
+    if (a.has("--tune-time") && !per_stage)
+        throw usage_error("--tune-time needs per-stage costs (a cost file with per-stage values, "
+                          "or --model --layout)");
 
     std::vector<result> results;
     std::vector<rejection> rejected;
     for (const schedule_entry& e : builtin_schedules().entries()) {
         std::string first_reason; // why it was not simulated
         bool any = false;
-        if (from_model && e.placement == stage_placement::dual) {
-            // A layout is one pipeline in model order; dual runs two with other stages.
-            rejected.push_back({e.pytorch_name, "a --layout describes one pipeline, not two"});
+        if (per_stage && e.placement == stage_placement::dual) {
+            // Per-stage costs describe one pipeline in model order; dual runs two.
+            rejected.push_back({e.pytorch_name, from_model
+                                                    ? "a --layout describes one pipeline, not two"
+                                                    : "per-stage costs describe one pipeline, "
+                                                      "not two"});
             continue;
         }
         for (int v = v_min; v <= v_max; ++v) {
             const config cfg{.ranks = p, .stages_per_rank = v, .microbatches = m};
             const cost_model split =
-                from_model ? costs
-                           : split_over_stages(costs, stages_per_microbatch(v, e.placement));
+                per_stage ? costs : split_over_stages(costs, stages_per_microbatch(v, e.placement));
             schedule_params params = with_costs(e, {}, split);
             if (limit && *limit > parameters && takes_parameter(e, "memory_limit"))
                 params.memory_limit = *limit - parameters;
@@ -241,6 +270,39 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         }
         if (!any) rejected.push_back({e.pytorch_name, first_reason});
     }
+    // With per-stage costs, the auto-scheduler's order for each placement too.
+    std::vector<std::unique_ptr<schedule_entry>> tuned_entries;
+    if (per_stage && tune_seconds > 0) {
+        for (auto placement : {stage_placement::loop, stage_placement::v}) {
+            if (placement == stage_placement::v && v_min < 2) continue;
+            auto entry = std::make_unique<schedule_entry>();
+            entry->name = std::string("tuned_") + std::string(to_string_view(placement));
+            entry->pytorch_name = "tuned (" + std::string(to_string_view(placement)) + ")";
+            entry->placement = placement;
+            tune_problem prob;
+            prob.ranks = p;
+            prob.microbatches = m;
+            prob.stages_per_rank = v_min;
+            prob.placement = placement;
+            prob.costs = costs;
+            prob.memory_limit = limit;
+            tune_options topts;
+            topts.time_limit = tune_seconds;
+            try {
+                const tune_result tr = tune(prob, topts);
+                order o = tr.best;
+                if (a.has("--lower")) o = lower(o);
+                result r{entry.get(), v_min,
+                         simulate(o, costs, simulate_options{.timeline = a.has("--output")}), 0, 0};
+                r.peak_activations = max_over_ranks(r.sim, &rank_summary::peak_activations);
+                r.peak_memory = max_over_ranks(r.sim, &rank_summary::peak_memory);
+                results.push_back(std::move(r));
+            } catch (const config_error& err) {
+                rejected.push_back({entry->pytorch_name, reason_of(err.what())});
+            }
+            tuned_entries.push_back(std::move(entry));
+        }
+    }
     // By makespan; ties by memory, then as listed (stable).
     std::stable_sort(results.begin(), results.end(), [](const result& x, const result& y) {
         if (x.sim.makespan != y.sim.makespan) return x.sim.makespan < y.sim.makespan;
@@ -262,8 +324,10 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         opts.title = "ppsched compare: " + std::to_string(p) + " ranks, " + std::to_string(m) +
                      " microbatches" + (a.has("--lower") ? ", lowered" : "");
         opts.subtitle = from_model ? "fastest first; per-stage costs of --model --layout"
-                                   : "fastest first; the costs are a rank's share of the model, "
-                                     "split over its V stages";
+                        : per_stage_file
+                            ? "fastest first; per-stage costs of the cost file"
+                            : "fastest first; the costs are a rank's share of the model, "
+                              "split over its V stages";
         if (*path == "-") {
             // The picture is the output (the report would corrupt it).
             out.out = io::write_svg(charts, opts);
@@ -272,9 +336,12 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         write_output_file(*path, io::write_svg(charts, opts));
     }
     if (format == "text") out.out = text_report(p, m, limit, results, rejected);
-    if (from_model && format == "text") {
+    if (per_stage && format == "text") {
         const std::string share = "the costs are a rank's share of the model";
-        out.out.replace(out.out.find(share), share.size(), "per-stage costs of --model --layout");
+        if (const auto at = out.out.find(share); at != std::string::npos)
+            out.out.replace(at, share.size(),
+                            from_model ? "per-stage costs of --model --layout"
+                                       : "per-stage costs of the cost file");
     }
     if (format == "json") out.out = json_report(p, m, limit, results, rejected);
     if (results.empty()) {

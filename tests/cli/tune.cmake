@@ -48,3 +48,20 @@ ppsched_cli_test(tune_bad_time 2 STDERR_HAS "--time-limit"
                  ARGS tune --ranks 2 --microbatches 2 --time-limit -1)
 ppsched_cli_test(tune_output_dir 2 STDERR_HAS "is a directory"
                  ARGS tune --ranks 2 --microbatches 2 --output ${data})
+
+# compare with per-stage costs: the stage count fixes V, nothing is split, and the tuned orders
+# join the table, never slower than any schedule there.
+ppsched_cli_json_test(compare_per_stage_with_tuned
+  "any(r['name'] == 'tuned_loop' for r in d['results']) and min(r['makespan'] for r in d['results'] if r['name'].startswith('tuned')) <= min(r['makespan'] for r in d['results']) and all(r['stages_per_rank'] == 2 for r in d['results'])"
+  compare --ranks 4 --microbatches 8 --costs ${uneven} --format json)
+ppsched_cli_json_test(compare_per_stage_tight_memory
+  "d['results'][0]['name'] == 'tuned_loop' and d['results'][0]['peak_memory'] <= 6"
+  compare --ranks 8 --microbatches 32 --costs ${uneven} --memory-limit 6 --format json)
+ppsched_cli_test(compare_per_stage_not_multiple 2 STDERR_HAS "8 per-stage entries, not a multiple of the 3 ranks"
+                 ARGS compare --ranks 3 --microbatches 6 --costs ${uneven})
+ppsched_cli_test(compare_per_stage_disagreeing_v 2 STDERR_HAS "disagrees with the 8 per-stage entries"
+                 ARGS compare --ranks 4 --microbatches 8 --costs ${uneven} --stages-per-rank 1)
+ppsched_cli_test(compare_tune_time_needs_per_stage 2 STDERR_HAS "--tune-time needs per-stage costs"
+                 ARGS compare --ranks 4 --microbatches 8 --tune-time 1)
+ppsched_cli_test(compare_per_stage_no_tune 0 STDOUT_HAS "ZBVZeroBubble"
+                 ARGS compare --ranks 4 --microbatches 8 --costs ${uneven} --tune-time 0)
