@@ -367,8 +367,55 @@ def greedy(prob, cap, w_last):
     return order
 
 
-def best_heuristic(prob):
-    """The best memory-feasible order of a few heuristics, with its evaluation."""
+def split_fused(prob, order):
+    """In split mode, each B of `order` as its I followed at once by its W (never slower, and
+    the same memory at every F; see the module's doc)."""
+    if prob.backward != "split":
+        return order
+    out = []
+    for row in order:
+        new = []
+        for k, s, j in row:
+            new += [("I", s, j), ("W", s, j)] if k == "B" else [(k, s, j)]
+        out.append(new)
+    return out
+
+
+def improve(prob, order, ev, budget):
+    """Hill climbing on adjacent swaps within a rank (first improvement), for `budget`
+    seconds: a better warm start for CBC, which then fixes more order pairs and tightens its
+    big-M constants. Keeps memory within the limit."""
+    deadline = time.monotonic() + budget
+    order = [list(row) for row in order]
+    improved = True
+    while improved and time.monotonic() < deadline:
+        improved = False
+        for r in range(prob.P):
+            row = order[r]
+            for i in range(len(row) - 1):
+                if time.monotonic() >= deadline:
+                    break
+                x, y = row[i], row[i + 1]
+                if x[:2] == y[:2]:
+                    continue  # same kind and stage: only a relabelling
+                row[i], row[i + 1] = y, x
+                try:
+                    cand = evaluate(prob, order)
+                except ProblemError:
+                    cand = None
+                if cand and cand["fits"] and cand["makespan"] < ev["makespan"] - 1e-9:
+                    ev = cand
+                    improved = True
+                else:
+                    row[i], row[i + 1] = x, y
+    order = canonical(prob, order)
+    return order, evaluate(prob, order)
+
+
+def best_heuristic(prob, starts=(), budget=0.0):
+    """The best memory-feasible order of a few heuristics and of `starts` (orders given by the
+    caller, e.g. built-in schedules; any that is invalid or does not fit is ignored), improved
+    by local search for `budget` seconds, with its evaluation."""
     best = None
     cands = [serial_order(prob)]
     for cap in range(1, prob.M + 1):
@@ -376,16 +423,25 @@ def best_heuristic(prob):
             o = greedy(prob, cap, w_last)
             if o is not None:
                 cands.append(o)
+    for o in starts:
+        cands.append(split_fused(prob, o))
     for o in cands:
-        o = canonical(prob, o)
-        ev = evaluate(prob, o)
+        try:
+            o = canonical(prob, o)
+            ev = evaluate(prob, o)
+        except ProblemError:
+            continue
         if ev["fits"] and (best is None or ev["makespan"] < best[1]["makespan"] - EPS):
             best = (o, ev)
+    if budget > 0:
+        best = improve(prob, best[0], best[1], budget)
     return best
 
 
-def solve(prob, time_limit=None, symmetry=True, threads=1, log=None):
-    """Solves `prob` exactly (up to the time limit) with CBC. Returns the result dictionary."""
+def solve(prob, time_limit=None, symmetry=True, threads=1, log=None, starts=()):
+    """Solves `prob` exactly (up to the time limit) with CBC. `starts`: orders (lists of
+    actions per rank) to start from; the best that fits is CBC's first solution. Returns the
+    result dictionary."""
     import pulp  # only the solver needs it (--check does not)
 
     t0 = time.monotonic()
@@ -395,7 +451,8 @@ def solve(prob, time_limit=None, symmetry=True, threads=1, log=None):
         return {"status": "infeasible", "makespan": None, "bound": None,
                 "seconds": time.monotonic() - t0, "order": None,
                 "reason": f"memory limit {prob.L} below the least memory {max(least)} any order needs"}
-    heur_order, heur = best_heuristic(prob)  # never None: the serial order fits
+    # Never None: the serial order fits. Local search gets up to a tenth of the time limit.
+    heur_order, heur = best_heuristic(prob, starts, budget=min(10.0, time_limit / 10))
     ub = heur["makespan"]
 
     # Precedence graph: dependencies, plus (with `symmetry`) T(s,j) before T(s,j+1) for every
@@ -517,6 +574,24 @@ def solve(prob, time_limit=None, symmetry=True, threads=1, log=None):
                 lp += (prob.params[r] + prob.cost["activation"][x[1]] + pulp.lpSum(terms)
                        <= prob.L + 1e-9)
     lp += cmax >= combinatorial
+    # Memory over time (a valid cut, linear in the start times): a rank's held activations
+    # never exceed limit - parameters at any time (between two Fs they only fall), and a
+    # microbatch holds a stage's activation from its F's start to the end of the action that
+    # frees it (I frees phi, W the rest; B all). So the integral of the held memory, this sum,
+    # is at most (limit - parameters) * makespan.
+    if prob.L is not None:
+        for r in range(prob.P):
+            area = []
+            for (k, s, j) in prob.rank_actions[r]:
+                a = prob.cost["activation"][s]
+                if k == "F" or a == 0:
+                    continue
+                share = {"I": prob.phi, "W": 1 - prob.phi, "B": 1.0}[k]
+                if share > 0:
+                    x = (k, s, j)
+                    area.append(a * share * (start[x] + prob.dur(x) - start[("F", s, j)]))
+            if area:
+                lp += pulp.lpSum(area) <= (prob.L - prob.params[r]) * cmax
 
     # Warm start from the heuristic order (already canonical, so it meets the symmetry order).
     pos = {a: (r, i) for r, row in enumerate(heur_order) for i, a in enumerate(row)}
@@ -528,7 +603,9 @@ def solve(prob, time_limit=None, symmetry=True, threads=1, log=None):
 
     tmpdir = tempfile.mkdtemp(prefix="ilp_oracle_")
     logpath = os.path.join(tmpdir, "cbc.log")
-    solver = pulp.COIN_CMD(path=pulp_cbc_path(), msg=False, timeLimit=time_limit,
+    # The time limit covers the whole solve: CBC gets what the heuristics left (at least 1 s).
+    cbc_limit = max(1.0, time_limit - (time.monotonic() - t0))
+    solver = pulp.COIN_CMD(path=pulp_cbc_path(), msg=False, timeLimit=cbc_limit,
                            warmStart=True, threads=threads, logPath=logpath,
                            keepFiles=False, timeMode="elapsed")
     lp.solve(solver)
@@ -622,6 +699,8 @@ def main(argv=None):
     ap.add_argument("--no-symmetry", action="store_true", help="do not order identical microbatches")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--log", help="keep CBC's log in this file")
+    ap.add_argument("--start", action="append", default=[], metavar="ORDER.csv",
+                    help="an order to start from (repeatable; ignored when it does not fit)")
     args = ap.parse_args(argv)
     try:
         prob = load_problem(args.problem)
@@ -634,8 +713,9 @@ def main(argv=None):
             print(json.dumps({"makespan": ev["makespan"], "peak_memory": ev["peak_memory"],
                               "peak_activations": ev["peak_activations"], "fits": ev["fits"]}))
             return 0
+        starts = [read_csv(open(f).read()) for f in args.start]
         res = solve(prob, args.time_limit, symmetry=not args.no_symmetry,
-                    threads=args.threads, log=args.log)
+                    threads=args.threads, log=args.log, starts=starts)
     except (ProblemError, OSError, json.JSONDecodeError) as e:
         print(f"ilp_oracle: error: {e}", file=sys.stderr)
         return 2

@@ -31,6 +31,13 @@ import ilp_oracle  # noqa: E402
 
 PLACEMENTS = {"loop1": ("loop", 1), "loop2": ("loop", 2), "v": ("v", 2)}
 ONE_F_ONE_B = {"loop1": "1F1B", "loop2": "Interleaved1F1B", "v": "1F1B-V"}
+# Built-in orders given to the ILP as starting points (each is re-evaluated by the oracle and
+# used only if it fits the memory limit; the proof of optimality does not depend on them).
+STARTS = {
+    "loop1": ["1F1B", "GPipe", "ZB-H1", "ZB-H2", "ZB-1P", "ZB-2P", "ZB"],
+    "loop2": ["Interleaved1F1B", "InterleavedZeroBubble", "LoopedBFS", "MegatronInterleaved"],
+    "v": ["1F1B-V", "ZBVZeroBubble", "ZB-V", "V-Half", "V-Min", "DualPipeV"],
+}
 
 
 def costs_for(kind, P, V, placement):
@@ -93,6 +100,19 @@ def one_f_one_b_peak(ppsched, pl, prob):
         return None
     ev = ilp_oracle.evaluate(prob, ilp_oracle.read_csv(gen.stdout))
     return max(ev["peak_memory"])
+
+
+def builtin_orders(ppsched, pl, prob):
+    out = []
+    for name in STARTS[pl]:
+        gen = run([ppsched, "generate", name, "--ranks", str(prob.P), "--microbatches",
+                   str(prob.M), "--stages-per-rank", str(prob.V)])
+        if gen.returncode == 0:
+            try:
+                out.append(ilp_oracle.read_csv(gen.stdout))
+            except ilp_oracle.ProblemError:
+                pass
+    return out
 
 
 def tune(args, prob, costs_file):
@@ -243,7 +263,8 @@ def main():
             limit = peak if mem == "1f1b" else max(peak / 2, max(prob.least_memory()))
             d = dict(d, memory_limit=limit)
             prob = ilp_oracle.Problem(d)
-        res = ilp_oracle.solve(prob, args.time_limit)
+        res = ilp_oracle.solve(prob, args.time_limit,
+                               starts=builtin_orders(args.ppsched, pl, prob))
         res.pop("order", None)
         row = {"key": key, "memory_limit": prob.L, "ilp": res}
         if not args.no_tune:
