@@ -678,9 +678,15 @@ def solve(prob, time_limit=None, symmetry=True, threads=1, log=None, starts=()):
     # Optimal only when CBC proved it and the order, replayed exactly, reaches it (big-M
     # tolerances could otherwise hide a slightly different value).
     status = "optimal" if proven and makespan <= bound + 1e-6 else "feasible"
+    extra = {}
+    if proven and makespan < bound - 1e-6:
+        # An order faster than the proven optimum: the ILP and the evaluator disagree.
+        status = "unknown"
+        extra["reason"] = f"the order replays to {makespan}, below CBC's optimum {bound}"
     if status == "optimal":
         bound = makespan  # proven: CBC's optimum, re-evaluated exactly
     return {
+        **extra,
         "status": status,
         "makespan": makespan,
         "bound": min(bound, makespan),
