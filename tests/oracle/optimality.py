@@ -12,8 +12,9 @@ time limit per problem) and by `ppsched tune ... --format json` (its "makespan" 
 usage: optimality.py PPSCHED [--time-limit S] [--tune-time-limit S] [--ranks 2,4]
          [--placements loop1,loop2,v] [--costs uniform,skew,random,w05,w15] [--latency 0,0.1]
          [--memory none,1f1b,half] [--backward split] [--results FILE.jsonl] [--output FILE.md]
-         [--limit N] [--no-tune]
-The JSON lines file keeps every solved problem: rerunning with it skips those (resume).
+         [--ilp-from FILE.jsonl]... [--limit N] [--no-tune]
+The --results file keeps every solved problem: rerunning with it skips those (resume).
+--ilp-from reuses the ILP answers of earlier runs (the slow part) and runs only tune again.
 """
 
 import argparse
@@ -224,6 +225,8 @@ def main():
     ap.add_argument("--memory", default="none,1f1b,half")
     ap.add_argument("--backward", default="split")
     ap.add_argument("--results", help="JSON lines file: appended to, and read to resume")
+    ap.add_argument("--ilp-from", action="append", default=[], metavar="FILE.jsonl",
+                    help="reuse the ILP results of an earlier --results file (tune still runs)")
     ap.add_argument("--output", help="write the markdown table and summary here")
     ap.add_argument("--limit", type=int, help="solve at most N problems")
     ap.add_argument("--no-tune", action="store_true", help="only the ILP")
@@ -245,6 +248,13 @@ def main():
                 if line.strip():
                     r = json.loads(line)
                     done[r["key"]] = r
+    known_ilp = {}
+    for path in args.ilp_from:
+        with open(path) as f:
+            for line in f:
+                if line.strip():
+                    r = json.loads(line)
+                    known_ilp[r["key"]] = r
     tmp = tempfile.mkdtemp(prefix="oracle_opt_")
     rows = []
     solved = 0
@@ -263,8 +273,11 @@ def main():
             limit = peak if mem == "1f1b" else max(peak / 2, max(prob.least_memory()))
             d = dict(d, memory_limit=limit)
             prob = ilp_oracle.Problem(d)
-        res = ilp_oracle.solve(prob, args.time_limit,
-                               starts=builtin_orders(args.ppsched, pl, prob))
+        if key in known_ilp and known_ilp[key]["memory_limit"] == prob.L:
+            res = known_ilp[key]["ilp"]
+        else:
+            res = ilp_oracle.solve(prob, args.time_limit,
+                                   starts=builtin_orders(args.ppsched, pl, prob))
         res.pop("order", None)
         row = {"key": key, "memory_limit": prob.L, "ilp": res}
         if not args.no_tune:
