@@ -172,9 +172,11 @@ def summary(rows):
     lines.append("CBC seconds by size (problem: optimal/total, median s, max s):")
     for k, v in sizes.items():
         secs = [x["seconds"] for x in v if x.get("seconds") is not None]
+        cpu = [x["cbc_cpu_seconds"] for x in v if x.get("cbc_cpu_seconds") is not None]
         opt = sum(1 for x in v if x["status"] == "optimal")
         lines.append(f"  {k}: {opt}/{len(v)} optimal, median {statistics.median(secs):.1f} s, "
-                     f"max {max(secs):.1f} s")
+                     f"max {max(secs):.1f} s" + (f" (CBC CPU: median {statistics.median(cpu):.1f} s, "
+                                                 f"max {max(cpu):.1f} s)" if cpu else ""))
     ratios, bound_tight, tune_over, alarms = [], 0, 0, []
     unproven = []
     for r in rows:
@@ -289,7 +291,8 @@ def main():
         rows.append(row)
         tn = row.get("tune") or {}
         print(f"{key}: ILP {res['status']} {fmt(res['makespan'])} (bound {fmt(res['bound'])}, "
-              f"{res['seconds']:.1f} s, {res.get('binaries')} binaries); tune "
+              f"{res['seconds']:.1f} s, CBC CPU {res.get('cbc_cpu_seconds', '-')} s, "
+              f"{res.get('binaries')} binaries); tune "
               f"{fmt(tn.get('makespan')) if 'makespan' in tn else tn.get('error', '-')}",
               file=sys.stderr, flush=True)
         if args.results:
