@@ -648,7 +648,8 @@ def solve(prob, time_limit=None, symmetry=True, threads=1, log=None, starts=()):
         if crashed is None:
             break
     if crashed is not None:
-        return {"status": "unknown", "makespan": ub, "bound": combinatorial,
+        return {"status": "optimal" if ub <= combinatorial + 1e-9 else "unknown",
+                "makespan": ub, "bound": min(ub, combinatorial),
                 "seconds": time.monotonic() - t0,
                 "order": [[name(a) for a in row] for row in heur_order],
                 "peak_memory": heur["peak_memory"], "heuristic_makespan": ub,
