@@ -438,6 +438,31 @@ def best_heuristic(prob, starts=(), budget=0.0):
     return best
 
 
+def jackson_bound(jobs):
+    """A lower bound on the makespan of one machine running `jobs` (release, duration, tail):
+    the optimum of its preemptive relaxation, Jackson's schedule (always run the released job
+    with the longest tail). Each rank is such a machine, with heads as releases and tails as
+    the least time after an action ends. O(n log n)."""
+    import heapq
+
+    jobs = sorted(jobs)
+    heap, t, best, i = [], 0.0, 0.0, 0
+    while i < len(jobs) or heap:
+        if not heap and t < jobs[i][0]:
+            t = jobs[i][0]
+        while i < len(jobs) and jobs[i][0] <= t:
+            heapq.heappush(heap, (-jobs[i][2], jobs[i][1]))
+            i += 1
+        negq, left = heapq.heappop(heap)
+        run = left if i == len(jobs) else min(left, jobs[i][0] - t)
+        t += run
+        if run >= left - 1e-12:
+            best = max(best, t - negq)
+        else:
+            heapq.heappush(heap, (negq, left - run))
+    return best
+
+
 def solve(prob, time_limit=None, symmetry=True, threads=1, log=None, starts=()):
     """Solves `prob` exactly (up to the time limit) with CBC. `starts`: orders (lists of
     actions per rank) to start from; the best that fits is CBC's first solution. Returns the
@@ -524,7 +549,8 @@ def solve(prob, time_limit=None, symmetry=True, threads=1, log=None, starts=()):
         acts = sorted(prob.rank_actions[r], key=lambda a: index[a])
         load = sum(prob.dur(a) for a in acts)
         combinatorial = max(combinatorial, min(head[a] for a in acts) + load
-                            + min(tail[a] for a in acts))
+                            + min(tail[a] for a in acts),
+                            jackson_bound([(head[a], prob.dur(a), tail[a]) for a in acts]))
         for i, x in enumerate(acts):
             for y in acts[i + 1:]:
                 if before(x, y):
