@@ -19,8 +19,12 @@ the problem `include/ppsched/algorithms/simulate.hpp` defines for a compute-only
   starts I earlier and frees the same memory no later at every F, so the optimum uses I and W.)
 
 Usage:
-  ilp_oracle.py PROBLEM.json [--time-limit S] [--csv OUT.csv] [--no-symmetry]
-      prints {"status", "makespan", "bound", "seconds", "order", ...}
+  ilp_oracle.py PROBLEM.json [--time-limit S] [--csv OUT.csv] [--start ORDER.csv]...
+                [--no-symmetry] [--threads N] [--log CBC.log]
+      prints {"status", "makespan", "bound", "seconds", "order", ...}: status "optimal" (CBC
+      proved it), "feasible" (time ran out; bound is still proven), "infeasible" (the memory
+      limit is below the least any order needs) or "unknown" (CBC failed); makespan is the
+      order's, replayed by `evaluate`; the time limit is wall-clock and covers everything
   ilp_oracle.py PROBLEM.json --check ORDER.csv
       evaluates a given order under the same model: {"makespan", "peak_memory", ...}
   ilp_oracle.py PROBLEM.json --costs-json OUT.json
