@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(catch2 libfmt-dev libbenchmark-dev ninja-build cmake g++ clang clang-format
           libxml2-utils librsvg2-bin openmpi-bin libopenmpi-dev
-          chromium chromium-driver python3-selenium)
+          chromium chromium-driver python3-selenium python3-pulp coinor-cbc)
 
 missing=()
 for p in "${packages[@]}"; do
