@@ -23,7 +23,7 @@ namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 11> simulate_own_options{{
+constexpr std::array<option, 12> simulate_own_options{{
     transport_option,
     {"--ranks", "P", "pipeline ranks (required with NAME; with --csv: fewer rows is invalid)"},
     {"--microbatches", "M", "microbatches per iteration (required with NAME)"},
@@ -38,6 +38,9 @@ constexpr std::array<option, 11> simulate_own_options{{
     {"--format", "FORMAT", "text (default), json, or none (only the exit status)"},
     {"--timeline", "", "with --format json: also list every action's rank, stream, start, end"},
     {"--max-actions", "N", "refuse orders with more actions than N (default 50000000)"},
+    {"--memory-limit", "X",
+     "check each rank's peak memory (parameters + activations) against X: exit 1 when one "
+     "exceeds it (to plan ZB or ZB-V within a limit: 'ppsched generate ... --memory-limit')"},
 }};
 
 constexpr auto simulate_options =
@@ -164,6 +167,22 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
     }
     if (format == "text") out.out = text_report(title, sim);
     if (format == "json") out.out = json_report(sim, a.has("--timeline"));
+    if (auto text = a.value("--memory-limit")) {
+        const double limit = parse_number(*text, "--memory-limit");
+        std::string over;
+        for (const rank_summary& r : sim.ranks)
+            if (r.peak_memory > limit)
+                over += std::string(over.empty() ? "" : ", ") + "rank " + std::to_string(r.rank) +
+                        " peaks at " + format_number(r.peak_memory);
+        if (format == "text")
+            out.out += "\nmemory limit " + format_number(limit) + ": " +
+                       (over.empty() ? "every rank fits" : "exceeded (" + over + ")") + "\n";
+        if (!over.empty()) {
+            out.err = "ppsched: simulate: " + title + ": peak memory exceeds the limit " +
+                      format_number(limit) + ": " + over + "\n";
+            return exit_failure;
+        }
+    }
     return exit_ok;
 }
 

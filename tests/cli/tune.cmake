@@ -65,3 +65,10 @@ ppsched_cli_test(compare_tune_time_needs_per_stage 2 STDERR_HAS "--tune-time nee
                  ARGS compare --ranks 4 --microbatches 8 --tune-time 1)
 ppsched_cli_test(compare_per_stage_no_tune 0 STDOUT_HAS "ZBVZeroBubble"
                  ARGS compare --ranks 4 --microbatches 8 --costs ${uneven} --tune-time 0)
+
+# simulate --memory-limit checks each rank's peak: 1F1B on 4 ranks holds 4 activations on rank 0
+# (p - r in flight on rank r).
+ppsched_cli_test(simulate_memory_limit_fits 0 STDOUT_HAS "memory limit 4: every rank fits"
+                 ARGS simulate 1F1B --ranks 4 --microbatches 8 --memory-limit 4)
+ppsched_cli_test(simulate_memory_limit_exceeded 1 STDERR_HAS "rank 0 peaks at 4, rank 1 peaks at 3"
+                 ARGS simulate 1F1B --ranks 4 --microbatches 8 --memory-limit 2)
