@@ -132,6 +132,7 @@ inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, eva
     const std::size_t reach = total <= 2000 ? 8 : total <= 20000 ? 4 : 2;
     // The wide neighbourhood only where a step stays cheap.
     const bool wide = wide_moves && total <= 4000;
+    const std::size_t wide_reach = 4;
     std::vector<int> chain;
     std::vector<shift_move> moves;
     int since_best = 0;
@@ -164,7 +165,7 @@ inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, eva
                 const std::size_t len = seq[static_cast<std::size_t>(r)].size();
                 for (std::size_t c = i; c <= j; ++c) {
                     const std::size_t at = where[static_cast<std::size_t>(chain[c])];
-                    for (std::size_t d = 2; d <= reach; ++d) {
+                    for (std::size_t d = 2; d <= wide_reach; ++d) {
                         if (at >= d) moves.push_back({r, at, at - d});
                         if (at + d < len) moves.push_back({r, at, at + d});
                     }
