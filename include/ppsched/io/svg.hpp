@@ -349,11 +349,21 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
     for (int r = 0; r < ranks; ++r) {
         const auto& curve = memory[static_cast<std::size_t>(r)];
         // A step line: level until the next change, then straight up or down.
-        std::string d = "M" + svg_number(x0) + " " + svg_number(vy(0));
-        for (const memory_point& p : curve)
-            d += "H" + svg_number(x0 + p.time * u) + "V" + svg_number(vy(p.activations));
-        if (static_cast<std::size_t>(r) < c.sim.ranks.size())
-            d += "H" + svg_number(x0 + c.sim.ranks[static_cast<std::size_t>(r)].end * u);
+        // Appended piece by piece: `"H" + svg_number(...)` trips g++ 12's -Wrestrict at -O3.
+        std::string d = "M";
+        d += svg_number(x0);
+        d += ' ';
+        d += svg_number(vy(0));
+        for (const memory_point& p : curve) {
+            d += 'H';
+            d += svg_number(x0 + p.time * u);
+            d += 'V';
+            d += svg_number(vy(p.activations));
+        }
+        if (static_cast<std::size_t>(r) < c.sim.ranks.size()) {
+            d += 'H';
+            d += svg_number(x0 + c.sim.ranks[static_cast<std::size_t>(r)].end * u);
+        }
         out += "<path class=\"mem\" d=\"" + d + "\" stroke=\"" + hex(rank_color(r, ranks)) +
                "\"><title>rank " + std::to_string(r) + ": peak " +
                chart_number(r < static_cast<int>(c.sim.ranks.size())
