@@ -6,12 +6,14 @@
 /// can hang under `rendezvous` (PyTorch issue 172668). Asked for `transport::rendezvous`, each
 /// SEND moves with its RECV, so the result is deadlock-free under both transports.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "ppsched/action.hpp"
+#include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/algorithms/validate.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/error.hpp"
@@ -38,6 +40,7 @@ class recv_deferral {
                 if (const action* a = slot_action(s)) acts.push_back(*a);
             rows_.push_back(std::move(acts));
         }
+        if (paired_) return project_timed();
         sequence();
         return project();
     }
@@ -107,28 +110,80 @@ class recv_deferral {
                             " (the order must be valid under eager transport)");
     }
 
-    /// The global sequence again, with each RECV (and, paired, its SEND) emitted just before
-    /// its consumer. Paired, the new sequence still has every producer before its SEND and
-    /// every consumer after its RECV, and each SEND meets its RECV at one point of it; every
-    /// rank's row is that sequence's projection, so under rendezvous the ranks can always run
-    /// it in that sequence: no deadlock.
-    constexpr order project() {
+    /// Paired: the global sequence by simulated time (unit costs, eager; every compute takes
+    /// > 0), each SEND+RECV pair placed just before its consumer's start, ahead of whatever
+    /// else starts then, so the SEND goes right after its producer when the consumer is
+    /// waiting for it and no later than the sender's first action that starts after the
+    /// consumer does. Keys are each rank's running maximum of compute start times (other
+    /// streams may start out of order), ties by (pair first, rank, position): every rank keeps
+    /// its order, and each producer (key: its start < its end <= the consumer's start) comes
+    /// before its pair, which comes before the consumer. That sequence is a witness that no
+    /// rank waits forever under either transport. O(actions log actions).
+    constexpr order project_timed() {
+        const simulation sim = simulate(rows_, cfg_);
+        PPSCHED_EXPECTS(sim.status == simulation_status::ok,
+                        "ppsched::defer_recv: the order cannot be simulated");
+        struct keyed {
+            double key;
+            int pair; // 0: a SEND+RECV pair (consumed by the item at rank, index), 1: an item
+            std::size_t rank, index;
+            std::size_t message;
+        };
+        for (const auto& row : rows_)
+            for (const action& a : row)
+                if (is_recv(a.kind())) has_recv(message_of(a)) = 1;
+        std::vector<keyed> items;
+        items.reserve(sim.timeline.size());
+        std::vector<double> running(rows_.size(), 0);
+        for (const timed_action& t : sim.timeline) {
+            const auto r = static_cast<std::size_t>(t.rank);
+            if (t.on == stream::compute && t.start > running[r]) running[r] = t.start;
+            const auto i = static_cast<std::size_t>(t.slot);
+            items.push_back({running[r], 1, r, i, npos});
+            std::array<action, 2> parts;
+            const int n = t.act.parts(parts);
+            for (int p = 0; p < n; ++p) {
+                const std::size_t k = consumed_by(parts[static_cast<std::size_t>(p)]);
+                if (k == npos || k >= received_.size() || !has_recv(k)) continue;
+                has_recv(k) = 0;
+                items.push_back({running[r], 0, r, i, k});
+            }
+        }
+        std::sort(items.begin(), items.end(), [](const keyed& x, const keyed& y) {
+            if (x.key != y.key) return x.key < y.key;
+            if (x.pair != y.pair) return x.pair < y.pair;
+            if (x.rank != y.rank) return x.rank < y.rank;
+            if (x.index != y.index) return x.index < y.index;
+            return x.message < y.message;
+        });
         std::vector<rank_slots> out(rows_.size());
-        std::vector<std::size_t> pending(2 * S_ * M_, npos); // message -> index of its SEND
-        std::vector<action> sends;                           // SENDs waiting for their consumer
-        std::vector<int> send_rank;
-        for (const auto& [r, i] : sequence_) {
-            const action& a = rows_[r][i];
-            if (is_send(a.kind())) {
-                if (!paired_) {
-                    out[r].push_back(a);
-                    continue;
-                }
-                pending[message_of(a)] = sends.size();
-                sends.push_back(a);
-                send_rank.push_back(static_cast<int>(r));
+        for (const keyed& k : items) {
+            if (k.pair == 0) {
+                const action recv = recv_action(k.message);
+                const action send = send_for(recv);
+                out[static_cast<std::size_t>(cfg_.stage_to_rank(send.stage()))].push_back(send);
+                out[k.rank].push_back(recv);
                 continue;
             }
+            const action& a = rows_[k.rank][k.index];
+            if (!is_p2p(a.kind())) out[k.rank].push_back(a);
+        }
+        return order(cfg_, std::move(out));
+    }
+
+    /// The SEND that feeds `recv`.
+    [[nodiscard]] constexpr action send_for(const action& recv) const noexcept {
+        return recv.kind() == action_kind::recv_f
+                   ? action::send_f(cfg_.previous_stage(recv.stage()), recv.microbatch())
+                   : action::send_b(cfg_.next_stage(recv.stage()), recv.microbatch());
+    }
+
+    /// Eager: every rank's row again, each RECV moved to just before its consumer (SENDs and
+    /// everything else stay). Linear.
+    constexpr order project() {
+        std::vector<rank_slots> out(rows_.size());
+        for (const auto& [r, i] : sequence_) {
+            const action& a = rows_[r][i];
             if (is_recv(a.kind())) {
                 // Marks the message as received on this rank; emitted at its consumer.
                 recv_seen_.push_back(message_of(a));
@@ -139,28 +194,19 @@ class recv_deferral {
             const int n = a.parts(parts);
             for (int p = 0; p < n; ++p) {
                 const std::size_t k = consumed_by(parts[static_cast<std::size_t>(p)]);
-                if (k == npos || k >= 2 * S_ * M_ || !has_recv(k)) continue;
+                if (k == npos || k >= received_.size() || !has_recv(k)) continue;
                 has_recv(k) = 0;
-                if (paired_ && pending[k] != npos) {
-                    out[static_cast<std::size_t>(send_rank[pending[k]])].push_back(
-                        sends[pending[k]]);
-                    pending[k] = npos;
-                }
                 out[r].push_back(recv_action(k));
             }
             out[r].push_back(a);
         }
-        // A RECV with no consumer (or a SEND with no RECV) stays, at the end of its row.
+        // A RECV with no consumer stays, at the end of its row.
         for (std::size_t k : recv_seen_)
             if (has_recv(k)) {
                 has_recv(k) = 0;
                 out[static_cast<std::size_t>(cfg_.stage_to_rank(stage_of(k)))].push_back(
                     recv_action(k));
             }
-        if (paired_)
-            for (std::size_t j = 0; j < sends.size(); ++j)
-                if (pending[message_of(sends[j])] == j)
-                    out[static_cast<std::size_t>(send_rank[j])].push_back(sends[j]);
         return order(cfg_, std::move(out));
     }
 
@@ -196,7 +242,8 @@ class recv_deferral {
 /// its RECV (to where the receiver consumes the data), so the result is deadlock-free under
 /// both transports for every input that is valid under `eager`. Idle slots are dropped.
 /// Requires: `rows` valid under eager transport (`validate`); throws `config_error` otherwise.
-/// Complexity: O(actions + stages * microbatches).
+/// Complexity: O(actions + stages * microbatches); with `rendezvous`, O(actions log actions)
+/// more (the SENDs are placed by a simulated timeline).
 template <order_range R>
 [[nodiscard]] constexpr order defer_recv(const R& rows, const config& cfg,
                                          transport sends = transport::eager) {
