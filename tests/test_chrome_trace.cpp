@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstddef>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -164,4 +165,12 @@ TEST_CASE("trace events are in time order and the name is escaped", "[trace]") {
         }
     }
     CHECK(overlapped > 0);
+}
+
+TEST_CASE("a trace refuses a non-finite time: JSON has no inf or nan", "[chrome_trace][bounded]") {
+    const order o = ppsched::generate<ppsched::gpipe>(config{.ranks = 2, .microbatches = 2});
+    simulation sim = simulate(o);
+    CHECK_NOTHROW(write_chrome_trace(sim, o.cfg()));
+    sim.timeline.back().end = std::numeric_limits<double>::infinity();
+    CHECK_THROWS_AS(write_chrome_trace(sim, o.cfg()), ppsched::config_error);
 }

@@ -90,3 +90,14 @@ TEST_CASE("malformed CSV reports file, line and column", "[csv][errors]") {
 TEST_CASE("a missing file is a parse_error", "[csv][errors]") {
     CHECK_THROWS_AS(ppsched::io::read_csv_file("/nonexistent/x.csv"), ppsched::parse_error);
 }
+
+TEST_CASE("an empty text is a parse_error, not a config_error", "[csv][errors]") {
+    try {
+        (void)ppsched::io::read_csv("", "f.csv");
+        FAIL("accepted");
+    } catch (const ppsched::parse_error& e) {
+        CHECK(e.line() == 1);
+        CHECK(e.column() == 1);
+        CHECK_THAT(e.what(), Catch::Matchers::StartsWith("f.csv:1:1: "));
+    }
+}

@@ -20,6 +20,7 @@
 #include "ppsched/action.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/cost_model.hpp"
+#include "ppsched/detail/action_table.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/order.hpp"
 
@@ -580,8 +581,16 @@ class simulator {
             rs.memory -= act * frees_by_i_;
             fresh = reach(key(key_grad, s, mb), t.end);
             break;
-        default:
+        default: {
+            // W reaches no key (nothing waits for it), so a repeat is caught by its own
+            // table, made at the first W (compute-only orders without W never pay for it).
+            if (w_done_.empty()) w_done_.assign(stages_ * mbs_, 0);
+            std::uint8_t& done =
+                w_done_[static_cast<std::size_t>(s) * mbs_ + static_cast<std::size_t>(mb)];
+            fresh = done == 0;
+            done = 1;
             rs.memory -= act * (1 - frees_by_i_);
+        }
         }
         if (!fresh) fail(r, t.slot, t.act, "the same computation runs twice");
         return fresh;
@@ -711,6 +720,7 @@ class simulator {
     std::vector<std::size_t> begin_;      // rank r's actions: timeline[begin_[r], begin_[r+1])
     std::vector<sim_rank> rank_;          // per rank
     std::vector<double> keys_;            // per key: see sim_key
+    std::vector<std::uint8_t> w_done_;    // per (stage, mb): its W has run (made at the first W)
     std::vector<int> next_waiter_;        // per rank: next rank waiting on the same key
     std::vector<std::size_t> blocked_on_; // per rank: the key it last waited for
     std::vector<double> unshard_end_;     // per stage: when its latest UNSHARD ends
@@ -718,6 +728,39 @@ class simulator {
     std::vector<int> ready_;              // ranks that may advance
 };
 
+} // namespace detail
+
+namespace detail {
+/// The result of `simulate` for an order far smaller than its configuration: `invalid`, at
+/// the first action with the largest microbatch index. Throws `config_error` when the number
+/// of rows is not `cfg.ranks`, as the simulation does.
+template <order_range R>
+[[nodiscard]] constexpr simulation unaffordable_simulation(const R& rows, const config& cfg) {
+    simulation sim;
+    sim.status = simulation_status::invalid;
+    sim.problem.what = "the configuration names far more stages x microbatches than the order "
+                       "has compute actions (it cannot be valid: see validate)";
+    int r = 0, best = -1;
+    for (const auto& row : rows) {
+        int i = 0;
+        for (const auto& s : row) {
+            const action* a = slot_action(s);
+            if (a && a->has_microbatch() && a->microbatch() > best) {
+                best = a->microbatch();
+                sim.problem.rank = r;
+                sim.problem.slot = i;
+                sim.problem.at = *a;
+            }
+            ++i;
+        }
+        ++r;
+    }
+    PPSCHED_EXPECTS(r == cfg.ranks, "ppsched::simulate: the order has ", r,
+                    " rows but the configuration has ", cfg.ranks, " ranks");
+    sim.ranks.resize(static_cast<std::size_t>(r));
+    for (int k = 0; k < r; ++k) sim.ranks[static_cast<std::size_t>(k)].rank = k;
+    return sim;
+}
 } // namespace detail
 
 /// Simulates `rows` (any order range, compute-only or lowered) for `cfg` under
@@ -748,6 +791,9 @@ template <order_range R>
                                             simulate_options options = {}) {
     check(cfg);
     costs.check();
+    // Bounded resources: no stages x microbatches table for a configuration far larger than
+    // the order (it cannot be valid; docs/design.md).
+    if (!detail::tables_affordable(rows, cfg)) return detail::unaffordable_simulation(rows, cfg);
     if constexpr (detail::simulator<false>::reads_in_place<R>) {
         if (!options.timeline) return detail::simulator<false>(cfg, costs).run(rows);
         return detail::simulator<true>(cfg, costs).run(rows);

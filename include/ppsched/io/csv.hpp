@@ -60,9 +60,13 @@ namespace ppsched::io {
 }
 
 /// Reads CSV text into an order. The configuration is inferred from the actions unless given.
-/// Throws `parse_error` for bad text and `config_error` when `cfg` has a different rank count.
+/// Throws `parse_error` for bad text (an empty text too: it names no rank) and `config_error`
+/// when `cfg` has a different rank count.
 [[nodiscard]] inline order read_csv(std::string_view text, std::string_view source = "<csv>") {
     auto rows = read_csv_rows(text, source);
+    if (rows.empty())
+        throw parse_error(
+            std::string(source) + ":1:1: expected at least one row (the text is empty)", 1, 1);
     const config cfg = infer_config(rows);
     return order(cfg, std::move(rows));
 }
