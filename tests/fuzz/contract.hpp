@@ -101,6 +101,18 @@ inline void check_outputs(const ppsched::simulation& sim, const ppsched::config&
     }
 }
 
+/// How many orders reached `check_order` and how many of them were valid; printed at exit when
+/// the environment has PPSCHED_FUZZ_STATS (to see that a target reaches the deep checks).
+struct order_stats {
+    std::size_t orders = 0, valid = 0, lowered = 0;
+    ~order_stats() {
+        if (std::getenv("PPSCHED_FUZZ_STATS"))
+            std::fprintf(stderr, "ppsched fuzz: %zu orders, %zu valid (%zu given lowered)\n",
+                         orders, valid, lowered);
+    }
+};
+inline order_stats stats;
+
 /// The contract for any order (`costs` finite and checked): validate never throws and is
 /// stable; a valid order lowers to a valid order, simulates (with and without a timeline, to
 /// the same summary), steps, spaces and draws, and no output holds inf or nan.
@@ -116,14 +128,17 @@ inline void check_order(const ppsched::order& o, const ppsched::cost_model& cost
                        first.violations() == second.violations());
     PPSCHED_FUZZ_CHECK(first.size() <= ppsched::validation_report::max_stored);
     PPSCHED_FUZZ_CHECK(first.total() >= first.size());
+    ++stats.orders;
     if (!first.valid()) {
         (void)ppsched::to_string(first);
         return;
     }
+    ++stats.valid;
     bool lowered = false;
     for (const auto& row : o)
         for (const auto& s : row)
             if (s && !ppsched::is_compute(s->kind())) lowered = true;
+    stats.lowered += lowered ? 1 : 0;
 
     const ppsched::simulation sim = ppsched::simulate(o, costs);
     PPSCHED_FUZZ_CHECK(sim.status == ppsched::simulation_status::ok,
