@@ -27,6 +27,9 @@
 //   --exit W:STEP     world rank W dies (exits without MPI_Finalize) at step STEP
 //   --accumulate reverse  sum each stage's microbatch gradients last to first (to show that
 //                     the bitwise comparison notices a different summation order)
+//   --fault SPEC      exit-rank=R,at=K or silent-rank=R[,at=K] (fault_injection.hpp): then
+//                     every surviving process reports its own execution error and exits with
+//                     status 4, instead of aborting the job at the first one
 
 #include <mpi.h>
 
@@ -37,6 +40,7 @@
 #include <ppsched/io/csv.hpp>
 #include <ppsched/registry.hpp>
 
+#include "fault_injection.hpp"
 #include "model.hpp"
 #include "mpi_handlers.hpp"
 
@@ -66,7 +70,12 @@ struct options {
     bool expect_invalid = false;
     bool validate = true;
     run_settings settings;
+    fault_spec fault; // --fault
 };
+
+/// With `--fault`, each process that meets an execution error reports it and exits (status 4)
+/// rather than aborting the job: every survivor shows what it waited for.
+bool survivors_report = false;
 
 /// One run: an order to execute and how to lower it.
 struct job {
@@ -117,6 +126,8 @@ constexpr const char* usage_text =
   --hang W:STEP         world rank W stops responding at step STEP
   --exit W:STEP         world rank W exits without MPI_Finalize at step STEP
   --accumulate reverse  sum microbatch gradients last to first (the check must notice)
+  --fault SPEC          exit-rank=R,at=K | silent-rank=R[,at=K]: every survivor reports its
+                        execution error and exits with status 4
 )";
 
 /// Thrown by `--help`: print the usage and stop.
@@ -155,6 +166,9 @@ options parse(int argc, char** argv) {
             std::tie(o.settings.hang_rank, o.settings.hang_step) = rank_and_step(value(), arg);
         } else if (arg == "--exit") {
             std::tie(o.settings.exit_rank, o.settings.exit_step) = rank_and_step(value(), arg);
+        } else if (arg == "--fault") {
+            o.fault = parse_fault(value());
+            survivors_report = true;
         } else if (arg == "--accumulate") {
             if (value() != "reverse") usage_error("--accumulate takes 'reverse'");
             o.settings.reverse_accumulation = true;
@@ -308,6 +322,19 @@ void all_sum(std::vector<double>& values, MPI_Comm comm, const run_settings& set
     if (!r) throw std::runtime_error(r.message);
 }
 
+/// `ppsched::execute` of this process's row, through the fault injector when `--fault` asks.
+ppsched::execution_stats execute_run(const ppsched::order& lowered, const process_grid& grid,
+                                     mpi_handlers& handlers, const fault_spec& fault) {
+    if (!fault) return ppsched::execute(lowered, grid.pipeline_rank, handlers);
+    const int ranks = lowered.cfg().ranks;
+    const auto world_of = [&grid, ranks](int pipeline_rank) {
+        return grid.replica * ranks + pipeline_rank;
+    };
+    fault_injecting_handlers faulty(handlers, fault, grid.world_rank, world_of,
+                                    (1 - grid.replica) * ranks + grid.pipeline_rank);
+    return ppsched::execute(lowered, grid.pipeline_rank, faulty);
+}
+
 struct run_outcome {
     bool ran = false;
     bool passed = false;
@@ -350,7 +377,7 @@ run_outcome run(const job& j, const options& opt, const process_grid& world_grid
     mpi_handlers handlers(cfg, program, grid, opt.settings);
 
     const auto t0 = std::chrono::steady_clock::now();
-    const ppsched::execution_stats stats = ppsched::execute(lowered, grid.pipeline_rank, handlers);
+    const ppsched::execution_stats stats = execute_run(lowered, grid, handlers, opt.fault);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     out.ran = true;
@@ -527,6 +554,9 @@ int main(int argc, char** argv) {
         // peers would wait for it, so end the whole job now.
         std::fprintf(stderr, "[world rank %d] execution error: %s\n", grid.world_rank, e.what());
         std::fflush(stderr);
+        // Under --fault a peer may be dead: no MPI_Finalize (it could wait for it), no abort
+        // (the other survivors report their own errors).
+        if (survivors_report) std::_Exit(4);
         MPI_Abort(MPI_COMM_WORLD, 2);
     } catch (const help_requested&) {
         if (grid.world_rank == 0) std::printf("%s", usage_text);
