@@ -104,7 +104,7 @@ template <order_range R>
                     "ppsched::add_spacing: the configuration names far more stages x "
                     "microbatches (",
                     cfg.num_stages(), " x ", cfg.microbatches,
-                    ") than the order has compute actions; check it with validate()");
+                    ") than the order has slots; check it with validate()");
     const int S = cfg.num_stages(), M = cfg.microbatches;
     const auto cell = [S, M](int plane, int stage, int mb) {
         return (static_cast<std::size_t>(plane) * static_cast<std::size_t>(S) +

@@ -739,7 +739,7 @@ template <order_range R>
     simulation sim;
     sim.status = simulation_status::invalid;
     sim.problem.what = "the configuration names far more stages x microbatches than the order "
-                       "has compute actions (it cannot be valid: see validate)";
+                       "has slots (it cannot be valid: see validate)";
     int r = 0, best = -1;
     for (const auto& row : rows) {
         int i = 0;

@@ -299,7 +299,7 @@ class step_simulator {
 /// ignored. A compute-only order with more than one rank gets stuck at the first forward that
 /// needs another rank's data: lower it first.
 /// Requires: one row per rank, stage and microbatch indices in range, at least as many compute
-/// actions as stages x microbatches when that exceeds 2^16 (else `config_error`).
+/// slots as stages x microbatches when that exceeds 2^16 (else `config_error`).
 /// Complexity: linear in the slots, stages x microbatches and the steps produced.
 template <order_range R>
 [[nodiscard]] constexpr step_simulation simulate_steps(const R& rows, const config& cfg) {
@@ -310,7 +310,7 @@ template <order_range R>
                     "ppsched::simulate_steps: the configuration names far more stages x "
                     "microbatches (",
                     cfg.num_stages(), " x ", cfg.microbatches,
-                    ") than the order has compute actions; check it with validate()");
+                    ") than the order has slots; check it with validate()");
     detail::step_simulator sim(cfg);
     return sim.run(rows);
 }

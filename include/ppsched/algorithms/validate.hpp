@@ -309,8 +309,8 @@ class validator {
     }
 
     // ---- the order is far smaller than its configuration --------------------------------
-    /// Without dense tables (the order holds fewer compute actions than the configuration has
-    /// (stage, microbatch) cells, so it cannot be valid): the per-action range and placement
+    /// Without dense tables (the order holds fewer slots than the configuration has (stage,
+    /// microbatch) cells, so it cannot be valid): the per-action range and placement
     /// checks, then the missing forwards and backwards, the first ones kept and the rest
     /// counted. Ordering rules are not checked: the missing actions already decide. Time and
     /// memory O(n log n) in the actions, plus the kept violations and the stages.

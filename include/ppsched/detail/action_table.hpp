@@ -4,7 +4,8 @@
 /// constexpr algorithms (validation, simulation) needs no hash map.
 
 #include <cstddef>
-#include <cstdint>
+#include <iterator>
+#include <ranges>
 
 #include "ppsched/action.hpp"
 #include "ppsched/order.hpp"
@@ -43,37 +44,27 @@ inline constexpr std::size_t small_table_cells = std::size_t{1} << 16;
 
 /// The bounded-resources rule for dense (stage, microbatch) tables (docs/design.md): an
 /// algorithm allocates `cells` = stages x microbatches of its configuration only when that is
-/// small or when the order holds at least as many compute action parts (`compute_parts`; an
-/// OVERLAP_F_B counts 2). A valid order always does (a forward and a backward per cell, one
-/// per cell with the dual placement's halves), so a configuration naming far more microbatches
+/// small or when the order holds at least as many slots (`slots`: actions and idle slots, what
+/// the input holds). A valid order always does (a forward and a backward per cell, one per
+/// cell with the dual placement's halves), so a configuration naming far more microbatches
 /// than the order holds is rejected before any table is sized from it.
-[[nodiscard]] constexpr bool table_affordable(std::size_t cells,
-                                              std::size_t compute_parts) noexcept {
-    return cells <= small_table_cells || cells <= compute_parts;
+[[nodiscard]] constexpr bool table_affordable(std::size_t cells, std::size_t slots) noexcept {
+    return cells <= small_table_cells || cells <= slots;
 }
 
-/// Number of compute action parts in `rows` (F, I, W, B; an OVERLAP_F_B counts 2), counted
-/// until it reaches `limit`.
-template <class Rows>
-[[nodiscard]] constexpr std::size_t count_compute_parts(const Rows& rows,
-                                                        std::size_t limit = SIZE_MAX) noexcept {
-    std::size_t n = 0;
-    for (const auto& row : rows) {
-        for (const auto& s : row)
-            if (const action* a = slot_action(s))
-                n += a->is_overlap() ? 2 : is_compute(a->kind()) ? 1 : 0;
-        if (n >= limit) break;
-    }
-    return n;
-}
-
-/// `table_affordable` for an order range under `cfg` (reads the rows only when the table is
-/// not small).
+/// `table_affordable` for an order range under `cfg`: reads only the row sizes (for sized
+/// rows, O(ranks)), and only while the table is not known to be affordable.
 template <class Rows>
 [[nodiscard]] constexpr bool tables_affordable(const Rows& rows, const config& cfg) noexcept {
     const std::size_t cells =
         static_cast<std::size_t>(cfg.num_stages()) * static_cast<std::size_t>(cfg.microbatches);
-    return cells <= small_table_cells || table_affordable(cells, count_compute_parts(rows, cells));
+    if (cells <= small_table_cells) return true;
+    std::size_t slots = 0;
+    for (const auto& row : rows) {
+        slots += static_cast<std::size_t>(std::ranges::distance(row));
+        if (slots >= cells) return true;
+    }
+    return false;
 }
 
 /// Index arithmetic of a (plane, stage, microbatch) table.
