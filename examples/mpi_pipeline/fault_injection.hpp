@@ -34,8 +34,9 @@ struct fault_spec {
 
 /// Parses `exit-rank=R,at=K` or `silent-rank=R[,at=K]`; throws std::invalid_argument.
 inline fault_spec parse_fault(std::string_view text) {
-    const auto bad = [&](const std::string& why) {
-        return std::invalid_argument("--fault " + std::string(text) + ": " + why +
+    const std::string spec(text); // `text` is consumed below
+    const auto bad = [&spec](const std::string& why) {
+        return std::invalid_argument("--fault " + spec + ": " + why +
                                      " (expected exit-rank=R,at=K or silent-rank=R[,at=K])");
     };
     const auto number = [&](std::string_view v) {

@@ -8,7 +8,7 @@
 #include <ranges>
 
 #include "ppsched/action.hpp"
-#include "ppsched/order.hpp"
+#include "ppsched/config.hpp"
 
 namespace ppsched::detail {
 
