@@ -85,19 +85,27 @@ inline void check_finite(const ppsched::simulation& sim) {
 /// Draws and traces a successful simulation; neither output may hold inf or nan. A time that
 /// is not finite must be refused (config_error), never written.
 inline void check_outputs(const ppsched::simulation& sim, const ppsched::config& cfg) {
+    bool finite = std::isfinite(sim.makespan);
+    for (const auto& t : sim.timeline)
+        finite = finite && (!t.ran || (std::isfinite(t.start) && std::isfinite(t.end)));
+    // Refused as a whole (config_error): allowed only when some time is not finite, or for the
+    // trace when its times in microseconds overflow.
     try {
         const std::string svg =
             ppsched::io::write_svg(ppsched::io::chart{"fuzz", cfg, sim, false, ""});
         PPSCHED_FUZZ_CHECK(!has_non_finite_token(svg), "svg");
-        const std::string trace = ppsched::io::write_chrome_trace(sim, cfg);
-        PPSCHED_FUZZ_CHECK(!has_non_finite_token(trace), "trace");
         (void)ppsched::io::format_text_timeline(sim, cfg);
-    } catch (const ppsched::config_error&) {
-        // Refused as a whole: allowed only when some time is not finite.
-        bool finite = std::isfinite(sim.makespan);
-        for (const auto& t : sim.timeline)
-            finite = finite && (!t.ran || (std::isfinite(t.start) && std::isfinite(t.end)));
-        PPSCHED_FUZZ_CHECK(!finite, "an output refused a finite simulation");
+    } catch (const ppsched::config_error& e) {
+        PPSCHED_FUZZ_CHECK(!finite,
+                           std::string("the svg refused a finite simulation: ") + e.what());
+    }
+    const ppsched::io::trace_options opts;
+    try {
+        const std::string trace = ppsched::io::write_chrome_trace(sim, cfg, opts);
+        PPSCHED_FUZZ_CHECK(!has_non_finite_token(trace), "trace");
+    } catch (const ppsched::config_error& e) {
+        PPSCHED_FUZZ_CHECK(!finite || !std::isfinite(sim.makespan * opts.microseconds_per_unit),
+                           std::string("the trace refused a finite simulation: ") + e.what());
     }
 }
 

@@ -199,6 +199,12 @@ namespace ppsched::io {
     namespace d = ppsched::detail::trace;
     const std::vector<d::trace_flow> flows = d::trace_flows(sim, cfg);
     const double scale = opts.microseconds_per_unit;
+    // Times are written in microseconds: a finite makespan can still overflow once scaled
+    // (1e306 units x 1000). Refused whole, before anything is written (docs/design.md).
+    PPSCHED_EXPECTS(std::isfinite(scale) && std::isfinite(sim.makespan * scale),
+                    "ppsched::io::write_chrome_trace: the makespan (", sim.makespan,
+                    ") times microseconds_per_unit (", scale,
+                    ") is not a finite number of microseconds");
     std::string out = "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"generator\": \"ppsched\"";
     out += ", \"name\": ";
     d::append_trace_string(out, opts.name);
