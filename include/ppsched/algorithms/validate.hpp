@@ -187,7 +187,7 @@ class validator {
         S_ = cfg_.num_stages();
         M_ = cfg_.microbatches;
         // Bounded resources: no table sized by stages x microbatches unless the order holds
-        // that many actions (a configuration may name 2^31 microbatches for a 2-action order).
+        // that many slots (a configuration may name 2^31 microbatches for a 2-action order).
         const bool affordable = tables_affordable(rows_, cfg_);
         // Most orders checked are valid: one run decides that, without the passes below.
         if (affordable && quick_ && validity_run(cfg_, rows_).valid()) return std::move(report_);
