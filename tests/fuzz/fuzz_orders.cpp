@@ -1,7 +1,8 @@
 // Fuzz target: orders built from bytes, checked against the whole contract (contract.hpp).
-// Three kinds of input: any actions of any kind at any place under any placement; a built-in
+// Four kinds of input: any actions of any kind at any place under any placement; a built-in
 // schedule, maybe lowered, with a few mutations (drop, duplicate, move, swap, re-index,
-// insert); and the same under random finite costs.
+// insert); the same under random finite costs; and a few actions under a configuration of
+// 2^16 to 2^31 microbatches (the bounded path of validate, simulate and the rest).
 #include "contract.hpp"
 
 namespace {
@@ -89,9 +90,28 @@ void mutate(byte_reader& in, ppsched::order& o) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     byte_reader in(data, size);
-    const int mode = in.below(3);
+    const int mode = in.below(4);
     ppsched::config cfg = read_config(in);
     ppsched::order o;
+    if (mode == 3) {
+        // Far more cells than actions: nothing may be sized by the microbatch count.
+        cfg.microbatches = (1 << 16) + 1 + (in.below(256) << 23) + in.below(256);
+        std::vector<ppsched::rank_slots> rows(static_cast<std::size_t>(cfg.ranks));
+        const int n = in.below(16);
+        for (int k = 0; k < n; ++k) {
+            action a = read_action(in, cfg);
+            if (a.has_microbatch() && !a.is_overlap() && in.flag())
+                a = action(a.stage(), a.kind(), cfg.microbatches - 1 - in.below(4));
+            rows[static_cast<std::size_t>(in.below(cfg.ranks))].push_back(a);
+        }
+        o = ppsched::order(cfg, std::move(rows));
+        const auto rep = ppsched::validate(o);
+        PPSCHED_FUZZ_CHECK(!rep.valid() && rep.size() <= ppsched::validation_report::max_stored);
+        const ppsched::simulation sim = ppsched::simulate(o);
+        PPSCHED_FUZZ_CHECK(sim.status == ppsched::simulation_status::invalid);
+        ppsched_fuzz::check_order(o);
+        return 0;
+    }
     if (mode == 0) {
         std::vector<ppsched::rank_slots> rows(static_cast<std::size_t>(cfg.ranks));
         const int n = in.below(64);
