@@ -940,3 +940,20 @@ TEST_CASE("simulate sizes no table by a configuration far larger than the order"
         CHECK(sim.ranks.size() == 1);
     }
 }
+
+TEST_CASE("finite times whose sum overflows leave no nan in the summary", "[simulate][bounded]") {
+    // Found by fuzz_cost_json ({"p2p_transfer": 1e307}): the makespan (1e308) is finite but
+    // ranks x makespan is not, and the bubble fraction came out as inf / inf.
+    const order o = ppsched::generate<ppsched::interleaved_1f1b>(
+        config{.ranks = 2, .stages_per_rank = 2, .microbatches = 4});
+    cost_model costs;
+    costs.p2p_transfer = 1e307;
+    const ppsched::simulation sim = simulate(o, costs);
+    REQUIRE(sim.status == simulation_status::ok);
+    REQUIRE(std::isfinite(sim.makespan));
+    CHECK(std::isfinite(sim.ideal));
+    CHECK(sim.bubble_fraction >= 0);
+    CHECK(sim.bubble_fraction <= 1);
+    CHECK(std::isfinite(sim.bubble_ratio));
+    for (const auto& r : sim.ranks) CHECK(std::isfinite(r.bubble_fraction));
+}

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <ranges>
 #include <string>
 #include <type_traits>
@@ -162,6 +163,11 @@ inline constexpr double key_unreached = -1;
 }
 
 [[nodiscard]] constexpr double max2(double a, double b) noexcept { return a < b ? b : a; }
+
+// std::isfinite, usable in constant expressions (<cmath> is not constexpr in C++20).
+[[nodiscard]] constexpr bool is_finite(double x) noexcept {
+    return x >= -std::numeric_limits<double>::max() && x <= std::numeric_limits<double>::max();
+}
 
 // What the simulator needs of a stage, computed once: the config's stage
 // arithmetic divides.
@@ -700,8 +706,17 @@ class simulator {
         }
         if (ranks_ > 0) {
             out_.ideal = out_.total_compute / ranks_;
+            // Finite times whose sum overflows (found by fuzzing: a 1e307 message time) must not
+            // turn the summary into nan: average without the sum, and use the equivalent
+            // 1 - ideal / makespan for the fraction (the usual formulas keep their bits).
+            if (!is_finite(out_.total_compute)) {
+                out_.ideal = 0;
+                for (const rank_summary& sum : out_.ranks) out_.ideal += sum.busy / ranks_;
+            }
             const double span = out_.makespan * ranks_;
-            out_.bubble_fraction = span > 0 ? (span - out_.total_compute) / span : 0;
+            out_.bubble_fraction = span <= 0         ? 0
+                                   : is_finite(span) ? (span - out_.total_compute) / span
+                                                     : 1 - out_.ideal / out_.makespan;
             out_.bubble_ratio = out_.ideal > 0 ? (out_.makespan - out_.ideal) / out_.ideal : 0;
         }
     }
