@@ -11,7 +11,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         costs.check();
         for (int s = 0; s < 4; ++s) (void)costs.at(s);
     } catch (const ppsched::parse_error& e) {
-        PPSCHED_FUZZ_CHECK(e.line() >= 1, e.what());
+        // A position, except for values inconsistent with each other (a B below a given I or
+        // W), which read_cost_json documents as line 0: no single place is wrong.
+        PPSCHED_FUZZ_CHECK(e.line() >= 1 || std::string_view(e.what()).find(
+                                                "ppsched::cost_model: ") != std::string_view::npos,
+                           e.what());
         return 0;
     } catch (const ppsched::config_error&) {
         return 0;
