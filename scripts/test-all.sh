@@ -8,6 +8,9 @@
 #   consumers  install + find_package(ppsched CONFIG); add_subdirectory
 #   format     clang-format-14 --dry-run -Werror on the C++ sources
 #   bench      a short run of each benchmark executable, if there are any
+#   fuzz       clang + libFuzzer: each fuzz target fuzzed for PPSCHED_FUZZ_SECONDS (default 45)
+#              from its committed corpus (skipped when clang's fuzzer runtime is missing; the
+#              corpus replays run in gcc, clang and asan as plain tests)
 # Usage: scripts/test-all.sh [phase...]   (default: all phases, in that order)
 # Prints the time of each phase and ends with a plain line `N passed, N failed` (ctest tests,
 # plus one per header/format/bench/build check); exits non-zero when anything failed.
@@ -16,7 +19,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 jobs=${PPSCHED_JOBS:-$(nproc 2>/dev/null || echo 2)}
-all_phases=(deps gcc clang asan headers consumers format bench)
+all_phases=(deps gcc clang asan headers consumers format bench fuzz)
 phases=("$@")
 [[ ${#phases[@]} -eq 0 ]] && phases=("${all_phases[@]}")
 
@@ -173,6 +176,30 @@ phase_bench() {
     fi
   done < <(find "$dir" -maxdepth 2 -type f -perm -u+x ! -path '*/CMakeFiles/*' | sort)
   [[ $ran -eq 0 ]] && echo "bench: no benchmark executables"
+}
+
+phase_fuzz() {
+  # A build of the fuzz targets only (clang, optimised, ASan + UBSan + libFuzzer), then the
+  # tests labelled fuzz, two at a time: about 4 x 45 s / 2 of fuzzing plus the build.
+  local dir=build/fuzz seconds=${PPSCHED_FUZZ_SECONDS:-45}
+  if ! quiet fuzz-configure cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPSCHED_FUZZ=ON -DPPSCHED_FUZZ_SECONDS="$seconds" \
+      -DPPSCHED_BUILD_TOOLS=OFF -DPPSCHED_BUILD_BENCHMARKS=OFF -DPPSCHED_BUILD_EXAMPLES=OFF; then
+    note_fail "fuzz: configure"
+    return
+  fi
+  if ! grep -q '^PPSCHED_HAS_LIBFUZZER:INTERNAL=1' "$dir/CMakeCache.txt"; then
+    echo "fuzz: clang's libFuzzer runtime is missing (libclang-rt-14-dev): skipped"
+    return
+  fi
+  local targets
+  targets=$(sed -n 's/^set(PPSCHED_FUZZ_TARGETS \(.*\))$/\1/p' tests/fuzz/CMakeLists.txt)
+  # shellcheck disable=SC2086 # one word per target
+  if ! quiet fuzz-build cmake --build "$dir" --parallel "$jobs" --target $targets; then
+    note_fail "fuzz: build"
+    return
+  fi
+  run_ctest fuzz "$dir" -L '^fuzz$'
 }
 
 # CPU seconds (user + sys) used so far by finished child processes: with other jobs on the

@@ -7,7 +7,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -164,4 +166,25 @@ TEST_CASE("trace events are in time order and the name is escaped", "[trace]") {
         }
     }
     CHECK(overlapped > 0);
+}
+
+TEST_CASE("a trace refuses a non-finite time: JSON has no inf or nan", "[chrome_trace][bounded]") {
+    const order o = ppsched::generate<ppsched::gpipe>(config{.ranks = 2, .microbatches = 2});
+    simulation sim = simulate(o);
+    CHECK_NOTHROW(write_chrome_trace(sim, o.cfg()));
+    sim.timeline.back().end = std::numeric_limits<double>::infinity();
+    CHECK_THROWS_AS(write_chrome_trace(sim, o.cfg()), ppsched::config_error);
+}
+
+TEST_CASE("a finite makespan whose microseconds overflow is refused, not written as inf",
+          "[chrome_trace][bounded]") {
+    // Found by fuzz_cost_json ({"F": 1e306}): a finite makespan of some 1e306 units is beyond
+    // the largest double once in microseconds.
+    const order o = ppsched::generate<ppsched::gpipe>(config{.ranks = 2, .microbatches = 2});
+    const simulation sim = simulate(o, cost_model::uniform_fb(1e305, 1e305));
+    REQUIRE(std::isfinite(sim.makespan));
+    CHECK_THROWS_AS(write_chrome_trace(sim, o.cfg()), ppsched::config_error);
+    ppsched::io::trace_options unit;
+    unit.microseconds_per_unit = 1;
+    CHECK_NOTHROW(write_chrome_trace(sim, o.cfg(), unit));
 }

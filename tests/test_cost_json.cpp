@@ -121,3 +121,16 @@ TEST_CASE("a missing cost file is a parse error naming it", "[cost_json][errors]
     CHECK_THROWS_WITH(ppsched::io::read_cost_json_file("/nonexistent/costs.json"),
                       "/nonexistent/costs.json: cannot open file for reading");
 }
+
+TEST_CASE("repeated keys are found in large objects too (checked with a hash set)",
+          "[cost_json][bounded]") {
+    // 80,000 keys took 11.6 s with the former quadratic scan; how fast is for the benchmarks,
+    // what is checked here is that the set finds the repeat and its position.
+    std::string text = R"({"F": 1, "_note": {)";
+    for (int k = 0; k < 80000; ++k) text += (k ? ", \"k" : "\"k") + std::to_string(k) + "\": 0";
+    CHECK(error_of(text + "}}").empty());
+    const std::string bad = text + ", \"k41234\": 1}}";
+    const std::string e = error_of(bad);
+    CHECK(e.find("'k41234' repeats") != std::string::npos);
+    CHECK(e.find("costs.json:1:" + std::to_string(bad.size() - 12)) == 0);
+}

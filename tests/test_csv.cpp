@@ -135,3 +135,14 @@ TEST_CASE("indices no order of the file's size could hold are refused before inf
         CHECK(what.size() < 300);
     }
 }
+
+TEST_CASE("an empty text is a parse_error, not a config_error", "[csv][errors]") {
+    try {
+        (void)ppsched::io::read_csv("", "f.csv");
+        FAIL("accepted");
+    } catch (const ppsched::parse_error& e) {
+        CHECK(e.line() == 1);
+        CHECK(e.column() == 1);
+        CHECK_THAT(e.what(), Catch::Matchers::StartsWith("f.csv:1:1: "));
+    }
+}

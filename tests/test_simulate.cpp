@@ -914,3 +914,46 @@ TEST_CASE("a simulation without a timeline runs at compile time",
             .stuck[0]
             .waiting_for == action::send_f(0, 0));
 }
+
+TEST_CASE("simulate rejects a repeated W as it rejects a repeated F", "[simulate][bounded]") {
+    for (const char* text : {"0F0,0I0,0W0,0W0", "0F0,0F0,0B0"}) {
+        INFO(text);
+        const ppsched::order o = ppsched::io::read_csv(text);
+        for (const bool timeline : {true, false}) {
+            const ppsched::simulation sim = ppsched::simulate(o, {}, {.timeline = timeline});
+            CHECK(sim.status == ppsched::simulation_status::invalid);
+            CHECK(std::string(sim.problem.what).find("twice") != std::string::npos);
+        }
+    }
+    // One W per (stage, microbatch) is still fine, on every microbatch.
+    CHECK(ppsched::simulate(ppsched::io::read_csv("0F0,0F1,0I0,0I1,0W1,0W0")).status ==
+          ppsched::simulation_status::ok);
+}
+
+TEST_CASE("simulate sizes no table by a configuration far larger than the order",
+          "[simulate][bounded]") {
+    const ppsched::order o = ppsched::io::read_csv("0F0,0B2147483646");
+    for (const bool timeline : {true, false}) {
+        const ppsched::simulation sim = ppsched::simulate(o, {}, {.timeline = timeline});
+        CHECK(sim.status == ppsched::simulation_status::invalid);
+        CHECK(sim.problem.slot == 1);
+        CHECK(sim.ranks.size() == 1);
+    }
+}
+
+TEST_CASE("finite times whose sum overflows leave no nan in the summary", "[simulate][bounded]") {
+    // Found by fuzz_cost_json ({"p2p_transfer": 1e307}): the makespan (1e308) is finite but
+    // ranks x makespan is not, and the bubble fraction came out as inf / inf.
+    const order o = ppsched::generate<ppsched::interleaved_1f1b>(
+        config{.ranks = 2, .stages_per_rank = 2, .microbatches = 4});
+    cost_model costs;
+    costs.p2p_transfer = 1e307;
+    const ppsched::simulation sim = simulate(o, costs);
+    REQUIRE(sim.status == simulation_status::ok);
+    REQUIRE(std::isfinite(sim.makespan));
+    CHECK(std::isfinite(sim.ideal));
+    CHECK(sim.bubble_fraction >= 0);
+    CHECK(sim.bubble_fraction <= 1);
+    CHECK(std::isfinite(sim.bubble_ratio));
+    for (const auto& r : sim.ranks) CHECK(std::isfinite(r.bubble_fraction));
+}

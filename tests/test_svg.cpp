@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstddef>
+#include <limits>
 #include <set>
 #include <string>
 #include <string_view>
@@ -248,4 +249,28 @@ TEST_CASE("an SVG chart draws each rank's memory over time when given the curves
     CHECK(d.find("H68V") != std::string::npos);  // the first forward, at x = 68 (time 0)
     CHECK(d.find("H236V") != std::string::npos); // B0 ends at 7: 68 + 7 * 24
     CHECK(d.find("H284V") != std::string::npos); // B1 ends at 9: 68 + 9 * 24
+}
+
+TEST_CASE("huge costs draw a bounded number of time ticks; a non-finite makespan is refused",
+          "[svg][bounded]") {
+    // The tick step once stopped growing at 1e37 (about 1e23 ticks at 1e60) and at about
+    // 4.5e52 `t += step` stopped advancing; the count is now computed and capped.
+    for (const double f : {1e60, 1e300, 1.0}) {
+        INFO(f);
+        const std::string svg =
+            write_svg(simulated("GPipe", gpipe_2x2(), cost_model::uniform_fb(f, f)));
+        std::size_t ticks = 0;
+        for (std::size_t at = svg.find("class=\"tk\""); at != std::string::npos;
+             at = svg.find("class=\"tk\"", at + 1))
+            ++ticks;
+        CHECK(ticks <= ppsched::detail::svg::max_svg_ticks + 1);
+        for (const char* token : {"\"inf", ">inf", "-inf", "\"nan", ">nan", "-nan"})
+            CHECK(svg.find(token) == std::string::npos);
+    }
+    chart c = simulated("GPipe", gpipe_2x2());
+    for (const double bad :
+         {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+        c.sim.makespan = bad;
+        CHECK_THROWS_AS(write_svg(c), ppsched::config_error);
+    }
 }

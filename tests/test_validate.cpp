@@ -1029,3 +1029,48 @@ TEST_CASE("every rule has a name and a message that names it", "[validate]") {
     }
     CHECK(names.size() == ppsched::rule_count);
 }
+
+// Bounded resources (issue 18): a configuration naming far more microbatches than the order
+// holds is rejected without tables sized by it, and a report keeps at most max_stored entries.
+TEST_CASE("validate rejects a tiny order with a huge configuration without sizing tables by it",
+          "[validate][bounded]") {
+    for (const char* text : {"0F0,0B9999999", "0F0,0B2147483646"}) {
+        INFO(text);
+        const ppsched::order o = ppsched::io::read_csv(text);
+        const auto rep = ppsched::validate(o);
+        REQUIRE_FALSE(rep.valid());
+        CHECK(rep.size() == ppsched::validation_report::max_stored);
+        CHECK(rep.truncated());
+        // Every microbatch but those present misses its forward or backward.
+        const auto m = static_cast<std::size_t>(o.cfg().microbatches);
+        CHECK(rep.total() == 2 * m - 2);
+        CHECK(rep[0].what == ppsched::rule::missing_backward);
+        CHECK(rep[1].what == ppsched::rule::missing_forward);
+        CHECK(ppsched::to_string(rep).find("more (" + std::to_string(rep.total())) !=
+              std::string::npos);
+    }
+}
+
+TEST_CASE("a report keeps the first violations and counts all of them", "[validate][bounded]") {
+    // 3000 microbatches named, one rank, nothing but forwards: 3000 missing backwards, and the
+    // order is small enough for the full passes.
+    std::string text;
+    for (int mb = 0; mb < 3000; ++mb) text += (mb ? ",0F" : "0F") + std::to_string(mb);
+    const ppsched::order o = ppsched::io::read_csv(text);
+    const auto rep = ppsched::validate(o);
+    CHECK(rep.total() == 3000);
+    CHECK(rep.size() == ppsched::validation_report::max_stored);
+    CHECK(rep.count(ppsched::rule::missing_backward) == ppsched::validation_report::max_stored);
+}
+
+TEST_CASE("the sparse check reports placement and range problems too", "[validate][bounded]") {
+    // Two ranks, 100000 microbatches named by 1F99999 on the wrong rank.
+    const ppsched::config cfg{.ranks = 2, .stages_per_rank = 1, .microbatches = 100000};
+    const std::vector<std::vector<action>> rows{{action::forward(1, 99999)},
+                                                {action::forward(0, 100000)}};
+    const auto rep = ppsched::validate(rows, cfg);
+    REQUIRE_FALSE(rep.valid());
+    CHECK(rep.has(ppsched::rule::wrong_rank));
+    CHECK(rep.has(ppsched::rule::microbatch_out_of_range));
+    CHECK(rep.total() == 2 + 2 * 200000 - 1);
+}

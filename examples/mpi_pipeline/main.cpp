@@ -29,6 +29,9 @@
 //                     the bitwise comparison notices a different summation order)
 //   --stage-cost-us L, --iterations N, --trace DIR: measured runs for `ppsched calibrate`
 //                     (see trace_writer.hpp)
+//   --fault SPEC      exit-rank=R,at=K or silent-rank=R[,at=K] (fault_injection.hpp): then
+//                     every surviving process reports its own execution error and exits with
+//                     status 4, instead of aborting the job at the first one
 
 #include <mpi.h>
 
@@ -39,6 +42,7 @@
 #include <ppsched/io/csv.hpp>
 #include <ppsched/registry.hpp>
 
+#include "fault_injection.hpp"
 #include "model.hpp"
 #include "mpi_handlers.hpp"
 
@@ -71,7 +75,12 @@ struct options {
     stage_work work;       // --stage-cost-us
     int iterations = 1;    // --iterations
     std::string trace_dir; // --trace
+    fault_spec fault;      // --fault
 };
+
+/// With `--fault`, each process that meets an execution error reports it and exits (status 4)
+/// rather than aborting the job: every survivor shows what it waited for.
+bool survivors_report = false;
 
 /// One run: an order to execute and how to lower it.
 struct job {
@@ -125,6 +134,8 @@ constexpr const char* usage_text =
   --stage-cost-us LIST  per-stage F cost in microseconds of arithmetic (I = F, W = F/2)
   --iterations N        run each order N times
   --trace DIR           write each pipeline rank's actions to DIR/rank<R>.json (one run only)
+  --fault SPEC          exit-rank=R,at=K | silent-rank=R[,at=K]: every survivor reports its
+                        execution error and exits with status 4
 )";
 
 /// Thrown by `--help`: print the usage and stop.
@@ -170,6 +181,9 @@ options parse(int argc, char** argv) {
             if (o.iterations < 1) usage_error("--iterations must be >= 1");
         } else if (arg == "--trace") {
             o.trace_dir = value();
+        } else if (arg == "--fault") {
+            o.fault = parse_fault(value());
+            survivors_report = true;
         } else if (arg == "--accumulate") {
             if (value() != "reverse") usage_error("--accumulate takes 'reverse'");
             o.settings.reverse_accumulation = true;
@@ -323,6 +337,20 @@ void all_sum(std::vector<double>& values, MPI_Comm comm, const run_settings& set
     if (!r) throw std::runtime_error(r.message);
 }
 
+/// `ppsched::execute` of this process's row, through the fault injector when `--fault` asks.
+ppsched::execution_stats execute_run(const ppsched::order& lowered, const process_grid& grid,
+                                     mpi_handlers& handlers, const fault_spec& fault,
+                                     ppsched::action_timeline& timeline) {
+    if (!fault) return ppsched::execute(lowered, grid.pipeline_rank, handlers, timeline);
+    const int ranks = lowered.cfg().ranks;
+    const auto world_of = [&grid, ranks](int pipeline_rank) {
+        return grid.replica * ranks + pipeline_rank;
+    };
+    fault_injecting_handlers faulty(handlers, fault, grid.world_rank, world_of,
+                                    (1 - grid.replica) * ranks + grid.pipeline_rank);
+    return ppsched::execute(lowered, grid.pipeline_rank, faulty, timeline);
+}
+
 struct run_outcome {
     bool ran = false;
     bool passed = false;
@@ -377,7 +405,7 @@ run_outcome run(const job& j, const options& opt, const process_grid& world_grid
                 throw std::runtime_error(r.message);
         }
         ppsched::action_timeline timeline;
-        stats = ppsched::execute(lowered, grid.pipeline_rank, *holder, timeline);
+        stats = execute_run(lowered, grid, *holder, opt.fault, timeline);
         append_spans(timeline, spans);
     }
     mpi_handlers& handlers = *holder;
@@ -572,6 +600,9 @@ int main(int argc, char** argv) {
         // peers would wait for it, so end the whole job now.
         std::fprintf(stderr, "[world rank %d] execution error: %s\n", grid.world_rank, e.what());
         std::fflush(stderr);
+        // Under --fault a peer may be dead: no MPI_Finalize (it could wait for it), no abort
+        // (the other survivors report their own errors).
+        if (survivors_report) std::_Exit(4);
         MPI_Abort(MPI_COMM_WORLD, 2);
     } catch (const help_requested&) {
         if (grid.world_rank == 0) std::printf("%s", usage_text);

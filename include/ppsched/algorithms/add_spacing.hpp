@@ -11,6 +11,7 @@
 
 #include "ppsched/action.hpp"
 #include "ppsched/config.hpp"
+#include "ppsched/detail/action_table.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/order.hpp"
 
@@ -97,6 +98,13 @@ template <order_range R>
     PPSCHED_EXPECTS(opts.forward >= 1 && opts.backward_input >= 1 && opts.backward_weight >= 1 &&
                         opts.full_backward >= 1 && opts.overlap >= 1,
                     "ppsched::add_spacing: every duration must be >= 1");
+    // Bounded resources (docs/design.md): no table sized by a configuration far larger than
+    // the order.
+    PPSCHED_EXPECTS(detail::tables_affordable(rows, cfg),
+                    "ppsched::add_spacing: the configuration names far more stages x "
+                    "microbatches (",
+                    cfg.num_stages(), " x ", cfg.microbatches,
+                    ") than the order has slots; check it with validate()");
     const int S = cfg.num_stages(), M = cfg.microbatches;
     const auto cell = [S, M](int plane, int stage, int mb) {
         return (static_cast<std::size_t>(plane) * static_cast<std::size_t>(S) +

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <ranges>
 #include <string>
 #include <type_traits>
@@ -22,6 +23,7 @@
 #include "ppsched/cost_model.hpp"
 #include "ppsched/algorithms/validate.hpp"
 #include "ppsched/transport.hpp"
+#include "ppsched/detail/action_table.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/order.hpp"
 
@@ -169,6 +171,11 @@ inline constexpr double key_unreached = -1;
 }
 
 [[nodiscard]] constexpr double max2(double a, double b) noexcept { return a < b ? b : a; }
+
+// std::isfinite, usable in constant expressions (<cmath> is not constexpr in C++20).
+[[nodiscard]] constexpr bool is_finite(double x) noexcept {
+    return x >= -std::numeric_limits<double>::max() && x <= std::numeric_limits<double>::max();
+}
 
 // What the simulator needs of a stage, computed once: the config's stage
 // arithmetic divides.
@@ -588,8 +595,16 @@ class simulator {
             rs.memory -= act * frees_by_i_;
             fresh = reach(key(key_grad, s, mb), t.end);
             break;
-        default:
+        default: {
+            // W reaches no key (nothing waits for it), so a repeat is caught by its own
+            // table, made at the first W (compute-only orders without W never pay for it).
+            if (w_done_.empty()) w_done_.assign(stages_ * mbs_, 0);
+            std::uint8_t& done =
+                w_done_[static_cast<std::size_t>(s) * mbs_ + static_cast<std::size_t>(mb)];
+            fresh = done == 0;
+            done = 1;
             rs.memory -= act * (1 - frees_by_i_);
+        }
         }
         if (!fresh) fail(r, t.slot, t.act, "the same computation runs twice");
         return fresh;
@@ -699,8 +714,17 @@ class simulator {
         }
         if (ranks_ > 0) {
             out_.ideal = out_.total_compute / ranks_;
+            // Finite times whose sum overflows (found by fuzzing: a 1e307 message time) must not
+            // turn the summary into nan: average without the sum, and use the equivalent
+            // 1 - ideal / makespan for the fraction (the usual formulas keep their bits).
+            if (!is_finite(out_.total_compute)) {
+                out_.ideal = 0;
+                for (const rank_summary& sum : out_.ranks) out_.ideal += sum.busy / ranks_;
+            }
             const double span = out_.makespan * ranks_;
-            out_.bubble_fraction = span > 0 ? (span - out_.total_compute) / span : 0;
+            out_.bubble_fraction = span <= 0         ? 0
+                                   : is_finite(span) ? (span - out_.total_compute) / span
+                                                     : 1 - out_.ideal / out_.makespan;
             out_.bubble_ratio = out_.ideal > 0 ? (out_.makespan - out_.ideal) / out_.ideal : 0;
         }
     }
@@ -719,6 +743,7 @@ class simulator {
     std::vector<std::size_t> begin_;      // rank r's actions: timeline[begin_[r], begin_[r+1])
     std::vector<sim_rank> rank_;          // per rank
     std::vector<double> keys_;            // per key: see sim_key
+    std::vector<std::uint8_t> w_done_;    // per (stage, mb): its W has run (made at the first W)
     std::vector<int> next_waiter_;        // per rank: next rank waiting on the same key
     std::vector<std::size_t> blocked_on_; // per rank: the key it last waited for
     std::vector<double> unshard_end_;     // per stage: when its latest UNSHARD ends
@@ -726,6 +751,39 @@ class simulator {
     std::vector<int> ready_;              // ranks that may advance
 };
 
+} // namespace detail
+
+namespace detail {
+/// The result of `simulate` for an order far smaller than its configuration: `invalid`, at
+/// the first action with the largest microbatch index. Throws `config_error` when the number
+/// of rows is not `cfg.ranks`, as the simulation does.
+template <order_range R>
+[[nodiscard]] constexpr simulation unaffordable_simulation(const R& rows, const config& cfg) {
+    simulation sim;
+    sim.status = simulation_status::invalid;
+    sim.problem.what = "the configuration names far more stages x microbatches than the order "
+                       "has slots (it cannot be valid: see validate)";
+    int r = 0, best = -1;
+    for (const auto& row : rows) {
+        int i = 0;
+        for (const auto& s : row) {
+            const action* a = slot_action(s);
+            if (a && a->has_microbatch() && a->microbatch() > best) {
+                best = a->microbatch();
+                sim.problem.rank = r;
+                sim.problem.slot = i;
+                sim.problem.at = *a;
+            }
+            ++i;
+        }
+        ++r;
+    }
+    PPSCHED_EXPECTS(r == cfg.ranks, "ppsched::simulate: the order has ", r,
+                    " rows but the configuration has ", cfg.ranks, " ranks");
+    sim.ranks.resize(static_cast<std::size_t>(r));
+    for (int k = 0; k < r; ++k) sim.ranks[static_cast<std::size_t>(k)].rank = k;
+    return sim;
+}
 } // namespace detail
 
 /// Simulates `rows` (any order range, compute-only or lowered) for `cfg` under
@@ -767,6 +825,9 @@ template <order_range R>
             }
     }
     costs.check_totals(slots, cfg.num_stages());
+    // Bounded resources: no stages x microbatches table for a configuration far larger than
+    // the order (it cannot be valid; docs/design.md).
+    if (!detail::tables_affordable(rows, cfg)) return detail::unaffordable_simulation(rows, cfg);
     if (options.transport == transport::rendezvous) {
         const validation_report report =
             validate(rows, cfg, validate_options{.transport = transport::rendezvous});

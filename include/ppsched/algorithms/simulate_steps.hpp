@@ -298,11 +298,19 @@ class step_simulator {
 /// always ready), and returns a deadlock instead of raising. Idle slots in the input are
 /// ignored. A compute-only order with more than one rank gets stuck at the first forward that
 /// needs another rank's data: lower it first.
-/// Requires: one row per rank, stage and microbatch indices in range (else `config_error`).
+/// Requires: one row per rank, stage and microbatch indices in range, at least as many compute
+/// slots as stages x microbatches when that exceeds 2^16 (else `config_error`).
 /// Complexity: linear in the slots, stages x microbatches and the steps produced.
 template <order_range R>
 [[nodiscard]] constexpr step_simulation simulate_steps(const R& rows, const config& cfg) {
     check(cfg);
+    // Bounded resources (docs/design.md): no table sized by a configuration far larger than
+    // the order.
+    PPSCHED_EXPECTS(detail::tables_affordable(rows, cfg),
+                    "ppsched::simulate_steps: the configuration names far more stages x "
+                    "microbatches (",
+                    cfg.num_stages(), " x ", cfg.microbatches,
+                    ") than the order has slots; check it with validate()");
     detail::step_simulator sim(cfg);
     return sim.run(rows);
 }

@@ -5,6 +5,7 @@
 /// (true = valid) so it works in `static_assert`, and lists each violation with its rule, rank,
 /// step and action. Human messages are produced at run time by `describe` / `to_string`.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -112,13 +113,23 @@ struct validate_options {
     ppsched::transport transport = ppsched::transport::eager;
 };
 
-/// The result of `validate`: empty when the order is valid.
+/// The result of `validate`: empty when the order is valid. It keeps the first
+/// `max_stored` violations and counts all of them (`total()`), so a report stays small
+/// however broken the order is (see "Bounded resources" in docs/design.md).
 class validation_report {
   public:
+    /// How many violations a report keeps; the rest are only counted.
+    static constexpr std::size_t max_stored = 1000;
+
     /// True when the order is valid.
-    [[nodiscard]] constexpr explicit operator bool() const noexcept { return items_.empty(); }
-    [[nodiscard]] constexpr bool valid() const noexcept { return items_.empty(); }
+    [[nodiscard]] constexpr explicit operator bool() const noexcept { return total_ == 0; }
+    [[nodiscard]] constexpr bool valid() const noexcept { return total_ == 0; }
+    /// Number of violations kept (at most `max_stored`).
     [[nodiscard]] constexpr std::size_t size() const noexcept { return items_.size(); }
+    /// Number of violations found, kept or not.
+    [[nodiscard]] constexpr std::size_t total() const noexcept { return total_; }
+    /// True when some violations were counted but not kept.
+    [[nodiscard]] constexpr bool truncated() const noexcept { return total_ > items_.size(); }
     [[nodiscard]] constexpr bool empty() const noexcept { return items_.empty(); }
     [[nodiscard]] constexpr auto begin() const noexcept { return items_.begin(); }
     [[nodiscard]] constexpr auto end() const noexcept { return items_.end(); }
@@ -128,7 +139,7 @@ class validation_report {
     [[nodiscard]] constexpr const std::vector<violation>& violations() const noexcept {
         return items_;
     }
-    /// Number of violations of rule `r`.
+    /// Number of kept violations of rule `r`.
     [[nodiscard]] constexpr std::size_t count(rule r) const noexcept {
         std::size_t n = 0;
         for (const auto& v : items_) n += v.what == r ? 1 : 0;
@@ -143,11 +154,20 @@ class validation_report {
         return nullptr;
     }
 
-    /// Appends a violation (used by `validate`).
-    constexpr void add(const violation& v) { items_.push_back(v); }
+    /// Counts a violation and keeps it while fewer than `max_stored` are kept (used by
+    /// `validate`).
+    constexpr void add(const violation& v) {
+        ++total_;
+        if (items_.size() < max_stored) items_.push_back(v);
+    }
+    /// Whether the next `add` would be kept.
+    [[nodiscard]] constexpr bool full() const noexcept { return items_.size() >= max_stored; }
+    /// Counts `n` more violations that are not kept (used by `validate`).
+    constexpr void count_more(std::size_t n) noexcept { total_ += n; }
 
   private:
     std::vector<violation> items_;
+    std::size_t total_ = 0;
 };
 
 namespace detail {
@@ -179,16 +199,24 @@ class validator {
     constexpr validation_report run(const R& rows) {
         if (!config_ok()) return std::move(report_);
         load(rows);
-        // Most orders checked are valid: one run decides that, without the passes below.
-        if (quick_ && validity_run(cfg_, rows_).valid()) return std::move(report_);
         S_ = cfg_.num_stages();
         M_ = cfg_.microbatches;
+        // Bounded resources: no table sized by stages x microbatches unless the order holds
+        // that many slots (a configuration may name 2^31 microbatches for a 2-action order).
+        const bool affordable = tables_affordable(rows_, cfg_);
+        // Most orders checked are valid: one run decides that, without the passes below.
+        if (affordable && quick_ && validity_run(cfg_, rows_).valid()) return std::move(report_);
         if (rank_count_ != cfg_.ranks) {
             violation v;
             v.what = rule::rank_count;
             v.expected = cfg_.ranks;
             v.found = rank_count_;
             report_.add(v);
+        }
+        setup_geometry();
+        if (!affordable) {
+            check_sparse();
+            return std::move(report_);
         }
         index_actions();
         check_pairs();
@@ -295,15 +323,69 @@ class validator {
         report_.add(v);
     }
 
-    // ---- pass 1: structure and the index of first positions --------------------------------
-    constexpr void index_actions() {
-        // The compute planes (F, I, W, B) only; the SEND/RECV planes are appended (planes are
-        // outermost) when the first SEND/RECV is recorded, so compute-only orders need half.
-        first_ =
-            dense_array<order_pos>(4 * static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_));
-        ev_ = dense_array<std::uint8_t>(first_.size());
-        stage_info_ = dense_array<stage_info>(static_cast<std::size_t>(S_));
-        // What the per-action checks ask of the configuration, once per stage.
+    // ---- the order is far smaller than its configuration --------------------------------
+    /// Without dense tables (the order holds fewer slots than the configuration has (stage,
+    /// microbatch) cells, so it cannot be valid): the per-action range and placement
+    /// checks, then the missing forwards and backwards, the first ones kept and the rest
+    /// counted. Ordering rules are not checked: the missing actions already decide. Time and
+    /// memory O(n log n) in the actions, plus the kept violations and the stages.
+    constexpr void check_sparse() {
+        std::vector<long long> fwd, grad; // stage * M + mb of the forwards / input gradients
+        for (int r = 0; r < rank_count_; ++r) {
+            const int n = static_cast<int>(row_size(r));
+            for (int step = 0; step < n; ++step) {
+                const action* a = at(r, step).get();
+                if (!a) continue;
+                std::array<action, 2> parts;
+                const int np = a->parts(parts);
+                for (int k = 0; k < np; ++k) {
+                    const action& p = parts[static_cast<std::size_t>(k)];
+                    if (!check_structure(r, step, p)) continue;
+                    const long long key = static_cast<long long>(p.stage()) * M_ + p.microbatch();
+                    if (p.kind() == action_kind::forward) fwd.push_back(key);
+                    if (p.kind() == action_kind::full_backward ||
+                        p.kind() == action_kind::backward_input)
+                        grad.push_back(key);
+                }
+            }
+        }
+        const auto sort_unique = [](std::vector<long long>& v) {
+            std::sort(v.begin(), v.end());
+            std::size_t out = 0;
+            for (std::size_t i = 0; i < v.size(); ++i)
+                if (out == 0 || v[out - 1] != v[i]) v[out++] = v[i];
+            v.resize(out);
+        };
+        sort_unique(fwd);
+        sort_unique(grad);
+        std::size_t needed = 0;
+        for (int s = 0; s < S_; ++s) needed += static_cast<std::size_t>(cfg_.microbatch_count(s));
+        // Every key kept is in range (check_structure), so each names one present action.
+        const std::size_t missing = (needed - fwd.size()) + (needed - grad.size());
+        std::size_t kept = 0, fi = 0, gi = 0;
+        // Walks the cells in order while the report keeps violations: each step reports one
+        // or passes a cell that has both, so at most max_stored + actions steps per stage set.
+        for (int s = 0; s < S_ && !report_.full(); ++s) {
+            const stage_geometry& g = geo_[static_cast<std::size_t>(s)];
+            for (int mb = g.mb_begin; mb < g.mb_end && !report_.full(); ++mb) {
+                const long long key = static_cast<long long>(s) * M_ + mb;
+                while (fi < fwd.size() && fwd[fi] < key) ++fi;
+                while (gi < grad.size() && grad[gi] < key) ++gi;
+                if (!(fi < fwd.size() && fwd[fi] == key)) {
+                    add(rule::missing_forward, g.home, -1, action::forward(s, mb));
+                    ++kept;
+                }
+                if (!(gi < grad.size() && grad[gi] == key)) {
+                    add(rule::missing_backward, g.home, -1, action::full_backward(s, mb));
+                    ++kept;
+                }
+            }
+        }
+        report_.count_more(missing - kept);
+    }
+
+    /// What the per-action checks ask of the configuration, once per stage.
+    constexpr void setup_geometry() {
         geo_ = dense_array<stage_geometry>(static_cast<std::size_t>(S_));
         for (int s = 0; s < S_; ++s) {
             stage_geometry& g = geo_[static_cast<std::size_t>(s)];
@@ -313,6 +395,16 @@ class validator {
             g.prev = cfg_.previous_stage(s);
             g.next = cfg_.next_stage(s);
         }
+    }
+
+    // ---- pass 1: structure and the index of first positions --------------------------------
+    constexpr void index_actions() {
+        // The compute planes (F, I, W, B) only; the SEND/RECV planes are appended (planes are
+        // outermost) when the first SEND/RECV is recorded, so compute-only orders need half.
+        first_ =
+            dense_array<order_pos>(4 * static_cast<std::size_t>(S_) * static_cast<std::size_t>(M_));
+        ev_ = dense_array<std::uint8_t>(first_.size());
+        stage_info_ = dense_array<stage_info>(static_cast<std::size_t>(S_));
         for (int r = 0; r < rank_count_; ++r) {
             const slot* row = rows_[static_cast<std::size_t>(r)].data();
             const int n = static_cast<int>(row_size(r));
@@ -894,7 +986,8 @@ inline std::string where(int rank, int step) {
     return m;
 }
 
-/// Every violation, one per line; `"valid"` when there is none (run time only).
+/// Every kept violation, one per line, then how many more were counted; `"valid"` when there
+/// is none (run time only).
 [[nodiscard]] inline std::string to_string(const validation_report& report) {
     if (report.valid()) return "valid";
     std::string s;
@@ -902,6 +995,9 @@ inline std::string where(int rank, int step) {
         s += describe(v);
         s += '\n';
     }
+    if (report.truncated())
+        s += "... and " + std::to_string(report.total() - report.size()) + " more (" +
+             std::to_string(report.total()) + " violations in all)\n";
     return s;
 }
 

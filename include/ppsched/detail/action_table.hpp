@@ -4,8 +4,11 @@
 /// constexpr algorithms (validation, simulation) needs no hash map.
 
 #include <cstddef>
+#include <iterator>
+#include <ranges>
 
 #include "ppsched/action.hpp"
+#include "ppsched/config.hpp"
 
 namespace ppsched::detail {
 
@@ -34,6 +37,34 @@ inline constexpr int action_plane_count = 8;
     default:
         return -1;
     }
+}
+
+/// Tables with at most this many (stage, microbatch) cells are always affordable.
+inline constexpr std::size_t small_table_cells = std::size_t{1} << 16;
+
+/// The bounded-resources rule for dense (stage, microbatch) tables (docs/design.md): an
+/// algorithm allocates `cells` = stages x microbatches of its configuration only when that is
+/// small or when the order holds at least as many slots (`slots`: actions and idle slots, what
+/// the input holds). A valid order always does (a forward and a backward per cell, one per
+/// cell with the dual placement's halves), so a configuration naming far more microbatches
+/// than the order holds is rejected before any table is sized from it.
+[[nodiscard]] constexpr bool table_affordable(std::size_t cells, std::size_t slots) noexcept {
+    return cells <= small_table_cells || cells <= slots;
+}
+
+/// `table_affordable` for an order range under `cfg`: reads only the row sizes (for sized
+/// rows, O(ranks)), and only while the table is not known to be affordable.
+template <class Rows>
+[[nodiscard]] constexpr bool tables_affordable(const Rows& rows, const config& cfg) noexcept {
+    const std::size_t cells =
+        static_cast<std::size_t>(cfg.num_stages()) * static_cast<std::size_t>(cfg.microbatches);
+    if (cells <= small_table_cells) return true;
+    std::size_t slots = 0;
+    for (const auto& row : rows) {
+        slots += static_cast<std::size_t>(std::ranges::distance(row));
+        if (slots >= cells) return true;
+    }
+    return false;
 }
 
 /// Index arithmetic of a (plane, stage, microbatch) table.

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <unordered_set>
 #include <vector>
 
 #include "ppsched/error.hpp"
@@ -140,17 +141,18 @@ class parser {
                 ++pos_;
                 return v;
             }
+            std::unordered_set<std::string> seen;
             while (true) {
                 skip_ws();
                 if (pos_ >= s_.size() || s_[pos_] != '"') fail("expected a key (a string)");
                 const std::size_t key_at = pos_;
                 std::string key = parse_string();
-                for (const auto& k : v.keys)
-                    if (k == key) {
-                        pos_ = key_at;
-                        fail("expected each key once ('" + ppsched::detail::printable(key) +
-                             "' repeats)");
-                    }
+                // A hash set, not a scan of the keys so far: linear in the object's size.
+                if (!seen.insert(key).second) {
+                    pos_ = key_at;
+                    fail("expected each key once ('" + ppsched::detail::printable(key) +
+                         "' repeats)");
+                }
                 skip_ws();
                 if (pos_ >= s_.size() || s_[pos_] != ':') fail("expected ':' after the key");
                 ++pos_;

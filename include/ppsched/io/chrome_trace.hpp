@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 #include "ppsched/action.hpp"
 #include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/config.hpp"
+#include "ppsched/error.hpp"
 
 namespace ppsched::io {
 
@@ -52,6 +54,10 @@ inline void append_trace_string(std::string& out, std::string_view s) {
 
 // Appends a number in the shortest form that reads back to the same double.
 inline void append_trace_number(std::string& out, double v) {
+    // JSON has no inf or nan (docs/design.md, "Bounded resources": every number that reaches
+    // an output is finite); the text is built whole, so nothing partial is written.
+    PPSCHED_EXPECTS(std::isfinite(v), "ppsched::io::write_chrome_trace: a time is not a finite "
+                                      "number (check the costs and microseconds_per_unit)");
     std::array<char, 64> buf{};
     const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
     out.append(buf.data(), res.ptr);
@@ -114,6 +120,9 @@ struct trace_flow {
     const auto M = static_cast<std::size_t>(cfg.microbatches);
     // (forward?, stage, microbatch) -> producer (a SEND, or a compute action), or npos.
     constexpr std::size_t none = static_cast<std::size_t>(-1);
+    // Bounded resources (docs/design.md): a timeline far smaller than its configuration (it
+    // cannot come from a valid order) gets no flows rather than a table sized by the config.
+    if (!detail::table_affordable(S * M, sim.timeline.size())) return {};
     std::vector<std::size_t> producer(2 * S * M, none);
     auto slot = [S, M](bool fwd, int stage, int mb) {
         return ((fwd ? 0 : S) + static_cast<std::size_t>(stage)) * M + static_cast<std::size_t>(mb);
@@ -190,6 +199,12 @@ namespace ppsched::io {
     namespace d = ppsched::detail::trace;
     const std::vector<d::trace_flow> flows = d::trace_flows(sim, cfg);
     const double scale = opts.microseconds_per_unit;
+    // Times are written in microseconds: a finite makespan can still overflow once scaled
+    // (1e306 units x 1000). Refused whole, before anything is written (docs/design.md).
+    PPSCHED_EXPECTS(std::isfinite(scale) && std::isfinite(sim.makespan * scale),
+                    "ppsched::io::write_chrome_trace: the makespan (", sim.makespan,
+                    ") times microseconds_per_unit (", scale,
+                    ") is not a finite number of microseconds");
     std::string out = "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"generator\": \"ppsched\"";
     out += ", \"name\": ";
     d::append_trace_string(out, opts.name);

@@ -188,10 +188,13 @@ void expect_inferable_indices(const R& rows, std::string_view source = "<csv>",
 }
 
 /// Reads CSV text into an order. The configuration is inferred from the actions unless given
-/// (then `expect_inferable_indices` first). Throws `parse_error` for bad text and
-/// `config_error` when `cfg` has a different rank count.
+/// (then `expect_inferable_indices` first). Throws `parse_error` for bad text (an empty text
+/// too: it names no rank) and `config_error` when `cfg` has a different rank count.
 [[nodiscard]] inline order read_csv(std::string_view text, std::string_view source = "<csv>") {
     auto rows = read_csv_rows(text, source);
+    if (rows.empty())
+        throw parse_error(
+            std::string(source) + ":1:1: expected at least one row (the text is empty)", 1, 1);
     expect_inferable_indices(rows, source);
     const config cfg = infer_config(rows);
     return order(cfg, std::move(rows));

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -20,6 +22,7 @@
 #include "ppsched/algorithms/memory_timeline.hpp"
 #include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/config.hpp"
+#include "ppsched/error.hpp"
 
 namespace ppsched::io {
 
@@ -291,12 +294,17 @@ struct rgb {
 
 /// Tick spacing: the smallest 1, 2 or 5 times a power of ten that is at least `min`.
 [[nodiscard]] inline double nice_step(double min) noexcept {
-    double p = 0.001;
-    for (int i = 0; i < 40; ++i, p *= 10)
-        for (const double m : {1.0, 2.0, 5.0})
-            if (m * p >= min) return m * p;
-    return p;
+    if (!(min > 0.001)) return 0.001;
+    if (!std::isfinite(min)) return std::numeric_limits<double>::max();
+    // The decade at or below `min`, then 1, 2, 5 or 10 of it: any magnitude a double holds.
+    double p = std::pow(10.0, std::floor(std::log10(min)));
+    for (const double m : {1.0, 2.0, 5.0})
+        if (m * p >= min) return m * p;
+    return 10 * p;
 }
+
+/// At most this many time ticks are drawn, whatever the scale (bounded resources).
+inline constexpr std::size_t max_svg_ticks = 2000;
 
 /// Layout constants (pixels).
 struct svg_layout {
@@ -399,12 +407,23 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
     double span = 0;
     int max_ranks = 1, max_chunks = 1;
     std::array<bool, 10> kinds_used{};
+    // Every number drawn must be finite (docs/design.md, "Bounded resources"): cost_model::check
+    // rejects what would overflow; this catches a simulation made some other way.
+    const auto finite = [](double v) {
+        PPSCHED_EXPECTS(std::isfinite(v),
+                        "ppsched::io::write_svg: a time is not a finite number; check the costs");
+    };
     for (const chart& c : charts) {
+        finite(c.sim.makespan);
         span = std::max(span, c.sim.makespan);
         max_ranks = std::max(max_ranks, c.cfg.ranks);
         max_chunks = std::max(max_chunks, c.cfg.stages_per_rank);
-        for (const timed_action& t : c.sim.timeline)
-            if (t.ran) kinds_used[static_cast<std::size_t>(legend_slot(t.act.kind()))] = true;
+        for (const timed_action& t : c.sim.timeline) {
+            if (!t.ran) continue;
+            kinds_used[static_cast<std::size_t>(legend_slot(t.act.kind()))] = true;
+            finite(t.start);
+            finite(t.end);
+        }
     }
     if (span <= 0) span = 1;
     if (max_ranks > 16) L.lane = 14;
@@ -497,8 +516,14 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
     // Panels.
     const double x0 = L.left;
     std::vector<double> ticks;
-    const double step = nice_step(60 / u);
-    for (double t = 0; t <= span + step * 1e-9; t += step) ticks.push_back(t);
+    // A tick at least every 60 px, and never more than max_svg_ticks of them: the count is
+    // computed, not looped on (a time scale near 1e300 adds nothing to t += step).
+    double step = nice_step(60 / u);
+    if (span / step > static_cast<double>(max_svg_ticks))
+        step = nice_step(span / static_cast<double>(max_svg_ticks));
+    const auto tick_count = static_cast<std::size_t>(std::floor(span / step + 1e-9)) + 1;
+    for (std::size_t i = 0; i < tick_count && i <= max_svg_ticks; ++i)
+        ticks.push_back(static_cast<double>(i) * step);
     std::string bg, grid, boxes, labels;
     const double top = y;
     for (const chart& c : charts) {
