@@ -932,7 +932,10 @@ TEST_CASE("simulate rejects a repeated W as it rejects a repeated F", "[simulate
 
 TEST_CASE("simulate sizes no table by a configuration far larger than the order",
           "[simulate][bounded]") {
-    const ppsched::order o = ppsched::io::read_csv("0F0,0B2147483646");
+    // read_csv would refuse the index at the door (no inferred configuration can hold it), so
+    // the configuration is given, as a program holding its own order would.
+    const ppsched::order o = ppsched::io::read_csv(
+        "0F0,0B2147483646", config{.ranks = 1, .microbatches = 2147483647});
     for (const bool timeline : {true, false}) {
         const ppsched::simulation sim = ppsched::simulate(o, {}, {.timeline = timeline});
         CHECK(sim.status == ppsched::simulation_status::invalid);
@@ -947,7 +950,11 @@ TEST_CASE("finite times whose sum overflows leave no nan in the summary", "[simu
     const order o = ppsched::generate<ppsched::interleaved_1f1b>(
         config{.ranks = 2, .stages_per_rank = 2, .microbatches = 4});
     cost_model costs;
+    // That cost is now refused at the door (the one overflow rule: every cost times the
+    // order's actions stays below 1e308); the largest one it accepts gives a finite summary.
     costs.p2p_transfer = 1e307;
+    CHECK_THROWS_AS(simulate(o, costs), ppsched::config_error);
+    costs.p2p_transfer = 1e305;
     const ppsched::simulation sim = simulate(o, costs);
     REQUIRE(sim.status == simulation_status::ok);
     REQUIRE(std::isfinite(sim.makespan));
