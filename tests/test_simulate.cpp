@@ -934,8 +934,8 @@ TEST_CASE("simulate sizes no table by a configuration far larger than the order"
           "[simulate][bounded]") {
     // read_csv would refuse the index at the door (no inferred configuration can hold it), so
     // the configuration is given, as a program holding its own order would.
-    const ppsched::order o = ppsched::io::read_csv(
-        "0F0,0B2147483646", config{.ranks = 1, .microbatches = 2147483647});
+    const ppsched::order o =
+        ppsched::io::read_csv("0F0,0B2147483646", config{.ranks = 1, .microbatches = 2147483647});
     for (const bool timeline : {true, false}) {
         const ppsched::simulation sim = ppsched::simulate(o, {}, {.timeline = timeline});
         CHECK(sim.status == ppsched::simulation_status::invalid);

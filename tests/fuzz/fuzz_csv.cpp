@@ -3,7 +3,6 @@
 // contract (contract.hpp).
 #include "contract.hpp"
 
-
 namespace {
 // write_csv cannot tell a row of one idle slot from an empty row: both are an empty line.
 bool same_rows(const ppsched::order& a, const std::vector<ppsched::rank_slots>& b) {
