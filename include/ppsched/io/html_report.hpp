@@ -27,6 +27,7 @@
 #include "ppsched/config.hpp"
 #include "ppsched/cost_model.hpp"
 #include "ppsched/detail/html_report_assets.hpp"
+#include "ppsched/io/detail/xml_text.hpp"
 
 namespace ppsched::io {
 
@@ -319,26 +320,10 @@ inline void append_schedule(std::string& out, const io::report_schedule& s) {
     out += "}}";
 }
 
-/// Appends `text` with the HTML special characters escaped.
+/// Appends `text` with the HTML special characters escaped (as XML escapes them, which HTML
+/// reads the same).
 inline void append_html_escaped(std::string& out, std::string_view text) {
-    for (const char c : text) {
-        switch (c) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += "&quot;";
-            break;
-        default:
-            out += c;
-        }
-    }
+    ppsched::detail::text::append_xml_escaped(out, text);
 }
 
 } // namespace ppsched::detail::html

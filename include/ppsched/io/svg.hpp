@@ -22,6 +22,7 @@
 #include "ppsched/algorithms/memory_timeline.hpp"
 #include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/config.hpp"
+#include "ppsched/io/detail/xml_text.hpp"
 #include "ppsched/error.hpp"
 
 namespace ppsched::io {
@@ -61,41 +62,8 @@ namespace ppsched::detail::svg {
 using io::chart;
 using io::svg_options;
 
-/// Appends `text` with the five XML special characters escaped. Control characters that XML 1.0
-/// forbids become `?`, so any text (file names, user titles) yields a well-formed document.
-inline void append_xml_escaped(std::string& out, std::string_view text) {
-    for (const char c : text) {
-        switch (c) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += "&quot;";
-            break;
-        case '\'':
-            out += "&apos;";
-            break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
-                out += '?';
-            else
-                out += c;
-        }
-    }
-}
-
-/// `text` with XML special characters escaped (see `append_xml_escaped`).
-[[nodiscard]] inline std::string xml_escape(std::string_view text) {
-    std::string out;
-    append_xml_escaped(out, text);
-    return out;
-}
+using ppsched::detail::text::append_xml_escaped;
+using ppsched::detail::text::xml_escape;
 
 /// A coordinate: at most two decimals, no trailing zeros (`12.5`, `3`).
 [[nodiscard]] inline std::string svg_number(double v) {
