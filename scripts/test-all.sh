@@ -180,8 +180,8 @@ phase_bench() {
 
 phase_fuzz() {
   # A build of the fuzz targets only (clang, optimised, ASan + UBSan + libFuzzer), then the
-  # tests labelled fuzz, two at a time: about 4 x 45 s / 2 of fuzzing plus the build.
-  local dir=build/fuzz seconds=${PPSCHED_FUZZ_SECONDS:-45}
+  # tests labelled fuzz, two at a time: about 7 x 30 s / 2 of fuzzing plus the build.
+  local dir=build/fuzz seconds=${PPSCHED_FUZZ_SECONDS:-30}
   if ! quiet fuzz-configure cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPSCHED_FUZZ=ON -DPPSCHED_FUZZ_SECONDS="$seconds" \
       -DPPSCHED_BUILD_TOOLS=OFF -DPPSCHED_BUILD_BENCHMARKS=OFF -DPPSCHED_BUILD_EXAMPLES=OFF; then

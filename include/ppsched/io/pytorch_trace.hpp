@@ -32,6 +32,7 @@
 /// executor records with `action_timeline`), so ppsched's own runs and PyTorch's read alike.
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -109,6 +110,15 @@ struct raw_pp_event {
 }
 
 inline bool is_integer(double v) { return std::isfinite(v) && v == std::floor(v); }
+
+/// A number from the file as text: an integer as digits, anything else (a pid of 1e107, say:
+/// no integer type holds it) as the shortest text that reads back to it.
+inline std::string number_text(double v) {
+    if (is_integer(v) && std::fabs(v) < 9.0e15) return std::to_string(static_cast<long long>(v));
+    std::array<char, 64> buf{};
+    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    return std::string(buf.data(), res.ptr);
+}
 
 /// A non-negative integer member (`rank`, `world_size`), or -1 when absent.
 inline int int_member(std::string_view source, const json::value& obj, std::string_view key,
@@ -338,8 +348,7 @@ inline bool is_compute_kind(action_kind k) {
         const std::string& file = files[spans.front()->file].source;
         result.sources[r] = file;
         if (single && file_rank[0] < 0 && spans.front()->rank >= 0 && pid_rank.size() > 1)
-            result.sources[r] +=
-                " (pid " + std::to_string(static_cast<long long>(spans.front()->pid)) + ")";
+            result.sources[r] += " (pid " + detail::number_text(spans.front()->pid) + ")";
         std::vector<const detail::raw_pp_event*> twin(spans.size(), nullptr);
         std::map<std::string, std::size_t> occurrence;
         std::size_t computes = 0, computes_with_twin = 0, twins = 0;

@@ -88,6 +88,8 @@ class layout_parser {
                 for (long long k = 0; k < n; ++k) rep += item;
                 item = std::move(rep);
             }
+            // The whole expansion is bounded too (many groups each below the limit add up).
+            if (out.size() + item.size() > 10'000'000) fail("a layout longer than 10^7 symbols");
             out += item;
         }
         return out;
