@@ -58,9 +58,8 @@ void evaluate(benchmark::State& state, int p, int m, int v) {
     const tune_problem prob = reference_problem(p, m, v, stage_placement::loop, true, 0.1, {});
     const detail::tune::model model = detail::tune::make_model(prob);
     detail::tune::evaluator ev(model);
-    detail::tune::rng random(1);
     detail::tune::sequences seq;
-    (void)detail::tune::greedy_order(model, detail::tune::greedy_rules(model).front(), random, seq);
+    (void)detail::tune::greedy_order(model, detail::tune::greedy_rules(model).front(), seq);
     for (auto _ : state) {
         auto e = ev.run(seq);
         benchmark::DoNotOptimize(e);

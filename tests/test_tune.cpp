@@ -258,10 +258,9 @@ TEST_CASE("tune: the evaluator times an order exactly as simulate does", "[tune]
     for (const auto& sp : ppsched_test::tune_suite({2, 4})) {
         const dt::model m = dt::make_model(sp.problem);
         dt::evaluator ev(m);
-        dt::rng random(3);
         dt::sequences seq;
         for (const auto& g : dt::greedy_rules(m)) {
-            if (!dt::greedy_order(m, g, random, seq)) continue;
+            if (!dt::greedy_order(m, g, seq)) continue;
             const dt::evaluation e = ev.run(seq);
             const auto sim =
                 ppsched::simulate(dt::to_order(m, sp.problem.cfg(), seq), sp.problem.costs);

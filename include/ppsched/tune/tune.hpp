@@ -281,10 +281,8 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     add_start("sequential", sequential_order(m));
     {
         sequences seq;
-        int i = 0;
         for (const greedy_rule& g : greedy_rules(m)) {
-            ++i;
-            if (greedy_order(m, g, random, seq)) add_start("greedy", seq);
+            if (greedy_order(m, g, seq)) add_start("greedy", seq);
             if (spend.spent(ev)) break;
         }
     }
@@ -318,11 +316,11 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         }
     }
     const int restarts = 12;
-    for (int k = 0, idle = 0; idle < restarts; ++k) {
+    std::size_t n = 0; // compute actions
+    for (int r = 0; r < m.ranks; ++r) n += m.rank_actions(r);
+    for (int idle = 0; idle < restarts;) {
         if (best.makespan <= target || spend.spent(ev)) break;
         sequences seq = best_seq;
-        std::size_t n = 0;
-        for (const auto& row : seq) n += row.size();
         perturb(m, seq, random, 2 + n / 40 + random.below(1 + n / 40));
         const evaluation e0 = ev.run(seq);
         if (!e0.ok) {
@@ -337,7 +335,6 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         } else {
             ++idle;
         }
-        (void)k;
     }
 
     // 3. The answer, simulated and validated by the library itself.

@@ -41,12 +41,10 @@ class rng {
 
 /// The rule of one greedy run.
 struct greedy_rule {
-    bool backward_first = true;   ///< a ready backward beats a ready forward
-    bool eager_weight = false;    ///< W right after its I (as a B would); else W fills gaps
-    bool deep_first = true;       ///< among forwards, the later stage first; else older microbatch
-    int weight_backlog = 1 << 30; ///< more pending Ws than this on a rank: W first
-    std::vector<int> cap;         ///< per rank: microbatches in flight at most (>= 1)
-    double noise = 0;             ///< probability of a random ready action instead of the rule's
+    bool backward_first = true; ///< a ready backward beats a ready forward
+    bool eager_weight = false;  ///< W right after its I (as a B would); else W fills gaps
+    bool deep_first = true;     ///< among forwards, the later stage first; else older microbatch
+    std::vector<int> cap;       ///< per rank: microbatches in flight at most (>= 1)
     /// Reserve a microbatch's memory on every stage of a rank when it enters the rank (never
     /// deadlocks); else admit a forward whenever the memory held now allows it (overlaps more,
     /// but may run into a deadlock, which fails the run).
@@ -72,8 +70,7 @@ struct greedy_rule {
 /// One greedy run; false when it could not place every action (it then leaves `out` partial).
 /// O(n * (ranks + ready actions per rank + microbatches)): a rank's soonest start is recomputed
 /// only when the rank acts or receives an action, its banker's test only when it acts.
-[[nodiscard]] inline bool greedy_order(const model& m, const greedy_rule& rule, rng& random,
-                                       sequences& out) {
+[[nodiscard]] inline bool greedy_order(const model& m, const greedy_rule& rule, sequences& out) {
     const auto ranks = static_cast<std::size_t>(m.ranks);
     const int mbs = m.microbatches;
     out.assign(ranks, {});
@@ -84,7 +81,7 @@ struct greedy_rule {
     };
     std::vector<std::vector<ready_node>> ready(ranks);
     std::vector<double> free(ranks, 0), reserved(ranks, 0), need(ranks, 0), held(ranks, 0);
-    std::vector<int> in_flight(ranks, 0), pending_w(ranks, 0);
+    std::vector<int> in_flight(ranks, 0);
     for (std::size_t r = 0; r < ranks; ++r)
         for (int s : m.rank_stages[r]) need[r] += m.stage[static_cast<std::size_t>(s)].activation;
     auto first_stage = [&](std::size_t r) { return m.rank_stages[r].front(); };
@@ -187,34 +184,29 @@ struct greedy_rule {
         auto rank_of = [&](std::size_t i) {
             const int n = ready[r][i].node;
             const int k = model::kind_of(n);
-            const bool weight_first = rule.eager_weight || pending_w[r] > rule.weight_backlog;
-            if (k == kind_weight) return weight_first ? 0 : 3;
+            if (k == kind_weight) return rule.eager_weight ? 0 : 3;
             if (k == kind_backward) return rule.backward_first ? 1 : 2;
             return rule.backward_first ? 2 : 1;
         };
         std::size_t pick = choice.front();
-        if (rule.noise > 0 && choice.size() > 1 && random.unit() < rule.noise) {
-            pick = choice[random.below(choice.size())];
-        } else {
-            for (std::size_t i : choice) {
-                const int a = rank_of(i), b = rank_of(pick);
-                if (a != b) {
-                    if (a < b) pick = i;
-                    continue;
-                }
-                const int ni = ready[r][i].node, np = ready[r][pick].node;
-                const int si = m.stage_of(ni), sp = m.stage_of(np);
-                const int ji = m.mb_of(ni), jp = m.mb_of(np);
-                bool take;
-                if (model::kind_of(ni) == kind_forward && rule.deep_first)
-                    take = si != sp ? si > sp : ji < jp;
-                else if (model::kind_of(ni) == kind_forward)
-                    take = ji != jp ? ji < jp : si > sp;
-                else // backwards and Ws: the oldest input first
-                    take = ready[r][i].at != ready[r][pick].at ? ready[r][i].at < ready[r][pick].at
-                                                               : ji < jp;
-                if (take) pick = i;
+        for (std::size_t i : choice) {
+            const int a = rank_of(i), b = rank_of(pick);
+            if (a != b) {
+                if (a < b) pick = i;
+                continue;
             }
+            const int ni = ready[r][i].node, np = ready[r][pick].node;
+            const int si = m.stage_of(ni), sp = m.stage_of(np);
+            const int ji = m.mb_of(ni), jp = m.mb_of(np);
+            bool take;
+            if (model::kind_of(ni) == kind_forward && rule.deep_first)
+                take = si != sp ? si > sp : ji < jp;
+            else if (model::kind_of(ni) == kind_forward)
+                take = ji != jp ? ji < jp : si > sp;
+            else // backwards and Ws: the oldest input first
+                take = ready[r][i].at != ready[r][pick].at ? ready[r][i].at < ready[r][pick].at
+                                                           : ji < jp;
+            if (take) pick = i;
         }
         const int x = ready[r][pick].node;
         stale[r] = 1;
@@ -249,7 +241,6 @@ struct greedy_rule {
             track(r, j, -(m.split ? st.activation * m.frees_by_i : st.activation), false);
             if (m.split) {
                 ready[r].push_back({m.node(s, j, kind_weight), finish});
-                ++pending_w[r];
             } else if (s == first_stage(r)) {
                 --in_flight[r];
             }
@@ -263,7 +254,6 @@ struct greedy_rule {
             reserved[r] -= st.activation * (1 - m.frees_by_i);
             held[r] -= st.activation * (1 - m.frees_by_i);
             track(r, j, -(st.activation * (1 - m.frees_by_i)), false);
-            --pending_w[r];
             if (s == first_stage(r)) --in_flight[r];
         }
     }

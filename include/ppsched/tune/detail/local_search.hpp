@@ -79,8 +79,7 @@ inline void apply_move(std::vector<int>& row, const shift_move& mv) {
 }
 
 /// The critical chain of the last recorded run, from its end back to its start.
-inline void critical_chain(const model& m, const evaluator& ev, const sequences& seq,
-                           std::vector<int>& chain) {
+inline void critical_chain(const evaluator& ev, const sequences& seq, std::vector<int>& chain) {
     chain.clear();
     int last = -1;
     double when = -1;
@@ -89,7 +88,6 @@ inline void critical_chain(const model& m, const evaluator& ev, const sequences&
             when = ev.end(row.back());
             last = row.back();
         }
-    (void)m;
     for (int x = last; x >= 0; x = ev.cause(x)) chain.push_back(x);
 }
 
@@ -139,7 +137,7 @@ inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, eva
     for (int step = 0; since_best < patience; ++step) {
         if (best.makespan <= limit.target || limit.spent(ev)) break;
         (void)ev.run<true>(seq);
-        critical_chain(m, ev, seq, chain);
+        critical_chain(ev, seq, chain);
         std::reverse(chain.begin(), chain.end()); // first to last
         moves.clear();
         auto rank_of = [&](int x) { return m.stage[static_cast<std::size_t>(m.stage_of(x))].rank; };
