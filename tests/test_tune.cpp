@@ -251,6 +251,59 @@ TEST_CASE("tune: on tiny problems it finds the optimum that trying every order f
         check_result(p, r);
         CHECK(r.makespan == Approx(optimum).epsilon(1e-12));
         CHECK(r.bound.value <= optimum * (1 + 1e-12));
+        // The exact phase (or the bound) proves it: gap 0.
+        CHECK(r.gap == 0);
+        CHECK(r.bound.value == Approx(optimum).epsilon(1e-12));
+
+        // The branch and bound alone, from no incumbent, finds the same optimum; given the
+        // optimum it finds nothing faster and finishes; with one node it does not finish.
+        const dt::model m = dt::make_model(p);
+        dt::exact_search exact(m);
+        const dt::exact_outcome found =
+            exact.run(std::numeric_limits<double>::infinity(), dt::exact_limits{});
+        REQUIRE(found.complete);
+        REQUIRE(found.improved);
+        CHECK(found.best == Approx(optimum).epsilon(1e-12));
+        dt::evaluator ev(m);
+        const dt::evaluation e = ev.run(found.seq);
+        CHECK(e.ok);
+        CHECK(e.makespan == Approx(found.best).epsilon(1e-12));
+        CHECK(found.root_bound <= optimum * (1 + 1e-12));
+        const dt::exact_outcome proof = exact.run(optimum, dt::exact_limits{});
+        CHECK(proof.complete);
+        CHECK_FALSE(proof.improved);
+        dt::exact_limits one;
+        one.max_nodes = 1;
+        if (found.nodes > 1) CHECK_FALSE(exact.run(optimum * 2, one).complete);
+    }
+}
+
+TEST_CASE("tune: the exact phase never loses to the heuristics and proves what it claims",
+          "[tune][exact]") {
+    // Problems with 2 ranks, and with 4 ranks and m = 4 (the sanitizer build: 2 ranks).
+#if defined(__SANITIZE_ADDRESS__)
+    const int largest = 2;
+#else
+    const int largest = 4;
+#endif
+    for (const auto& sp : ppsched_test::tune_suite({2, 4})) {
+        if (sp.problem.ranks > largest || sp.problem.microbatches > 4) continue;
+        INFO(sp.name);
+        tune_options without = quick(2000), with = quick(2000);
+        without.exact_nodes = 0;
+        with.exact_nodes = 5000;
+        const tune_result a = ppsched::tune(sp.problem, without);
+        const tune_result b = ppsched::tune(sp.problem, with);
+        check_result(sp.problem, b);
+        CHECK(a.exact_nodes == 0);
+        CHECK(b.makespan <= a.makespan);
+        CHECK(b.bound.value >= a.bound.value);
+        CHECK(b.bound.value <= b.makespan);
+        if (b.bound.exact_complete) {
+            CHECK(b.gap == 0);
+            CHECK(b.stopped == ppsched::tune_stop::optimal);
+        }
+        if (b.makespan < a.makespan) CHECK(b.exact_nodes > 0);
     }
 }
 

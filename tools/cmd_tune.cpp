@@ -30,7 +30,7 @@ namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 13> tune_own_options{{
+constexpr std::array<option, 14> tune_own_options{{
     {"--ranks", "P", "pipeline ranks (required)"},
     {"--microbatches", "M", "microbatches per step (required)"},
     {"--stages-per-rank", "V", "model chunks per rank (default 1 with loop, 2 with v)"},
@@ -42,6 +42,9 @@ constexpr std::array<option, 13> tune_own_options{{
      "(only B)"},
     {"--time-limit", "S", "seconds the search may take (default 10)"},
     {"--max-evaluations", "N", "stop after timing N orders (default: no limit)"},
+    {"--exact-nodes", "N",
+     "partial orders the exact phase may visit to find a faster order or prove there is none "
+     "(default: 50000000 / the problem's compute actions; 0: skip it)"},
     {"--seed", "N", "seed of the search's random choices (default 1)"},
     {"--output", "FILE", "write the order as PyTorch's CSV (compute_only format) to FILE"},
     {"--picture", "FILE", "draw the tuned order above the best built-in schedule (SVG)"},
@@ -56,7 +59,8 @@ constexpr command_help tune_help{
     .arguments = "",
     .summary = "Find the fastest order for a model's costs and memory budget: start from every\n"
                "built-in schedule that fits and from greedy orders, improve by a search along the\n"
-               "critical path, and prove a lower bound on the makespan of every valid order.",
+               "critical path, then by an exact branch and bound that proves the order optimal\n"
+               "when it finishes; and prove a lower bound on the makespan of every valid order.",
     .options = tune_options_list,
     .details =
         "Costs are per stage: a --costs file with per-stage arrays must have one entry per\n"
@@ -66,9 +70,9 @@ constexpr command_help tune_help{
         "gap 0 proves the order optimal. The search is deterministic for a seed unless the\n"
         "time limit cuts it short. JSON output: {makespan, lower_bound, gap, optimal,\n"
         "bubble_fraction, peak_memory: [per rank], memory_limit, best_builtin: {name, makespan}\n"
-        "| null, start: {name, makespan}, evaluations, seconds, stopped, bound: {one_machine,\n"
-        "memory, least_memory}, candidates: [{name, applies, fits, makespan, peak_memory,\n"
-        "why_not}]}.\n"
+        "| null, start: {name, makespan}, evaluations, exact_nodes, seconds, stopped, bound:\n"
+        "{one_machine, memory, search, exact_complete, least_memory}, candidates: [{name,\n"
+        "applies, fits, makespan, peak_memory, why_not}]}.\n"
         "Exit status 2 for a problem no order can meet (a memory limit below the least any\n"
         "order needs, which the message gives), malformed costs or bad usage.",
 };
@@ -138,7 +142,8 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
     }
     row("started from", format_number(r.start_makespan), r.start);
     row("searched", std::to_string(r.evaluations) + " orders",
-        "in " + seconds(r.elapsed) + " s, stopped: " + std::string(to_string_view(r.stopped)));
+        "and " + std::to_string(r.exact_nodes) + " exact-search nodes in " + seconds(r.elapsed) +
+            " s, stopped: " + std::string(to_string_view(r.stopped)));
     out += "\n";
     const std::array<std::string, 4> head{"rank", "busy", "idle", "peak memory"};
     std::vector<std::array<std::string, 4>> rows{head};
@@ -179,12 +184,16 @@ std::string json_report(const tune_problem& p, const tune_result& r, const simul
     out += ", \"start\": {\"name\": " + json_string(r.start) +
            ", \"makespan\": " + json_number(r.start_makespan) + "}";
     out += ",\n \"evaluations\": " + std::to_string(r.evaluations) +
+           ", \"exact_nodes\": " + std::to_string(r.exact_nodes) +
            ", \"seconds\": " + json_number(r.elapsed) +
            ", \"stopped\": " + json_string(to_string_view(r.stopped));
     out += ",\n \"bound\": {\"one_machine\": " + json_number(r.bound.one_machine) +
            ", \"one_machine_rank\": " + std::to_string(r.bound.one_machine_rank) +
            ", \"memory\": " + json_number(r.bound.memory) +
-           ", \"memory_rank\": " + std::to_string(r.bound.memory_rank) + ", \"least_memory\": [";
+           ", \"memory_rank\": " + std::to_string(r.bound.memory_rank) +
+           ", \"search\": " + json_number(r.bound.search) +
+           ", \"exact_complete\": " + (r.bound.exact_complete ? "true" : "false") +
+           ", \"least_memory\": [";
     for (std::size_t i = 0; i < r.bound.least_memory.size(); ++i)
         out += (i ? ", " : "") + json_number(r.bound.least_memory[i]);
     out += "]},\n \"candidates\": [";
@@ -222,6 +231,9 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     options.max_evaluations =
         static_cast<std::uint64_t>(a.integer("--max-evaluations", 1, 1LL << 62, 0));
     options.seed = static_cast<std::uint64_t>(a.integer("--seed", 0, 1LL << 62, 1));
+    if (a.has("--exact-nodes"))
+        options.exact_nodes =
+            static_cast<std::uint64_t>(a.integer("--exact-nodes", 0, 1LL << 62, 0));
     // A progress line on stderr once the search runs longer than a second.
     bool printed = false;
     if (!a.has("--quiet")) {

@@ -20,6 +20,18 @@ ppsched_cli_json_test(tune_tight_memory
   "d['best_builtin'] is None and max(d['peak_memory']) <= 3 and d['makespan'] > 0"
   tune --ranks 4 --microbatches 8 --stages-per-rank 2 --placement v --memory-limit 3
   --max-evaluations 3000 --quiet --format json)
+# The exact phase: on 4 ranks x 2 stages with W = I / 2 the critical-path search stops at the
+# best built-in's makespan; the branch and bound finds a faster order and proves it optimal.
+ppsched_cli_json_test(tune_exact_phase
+  "d['optimal'] and d['bound']['exact_complete'] and d['exact_nodes'] > 0 and d['makespan'] < min(c['makespan'] for c in d['candidates'] if c['fits'])"
+  tune --ranks 4 --microbatches 4 --stages-per-rank 2 --w 0.5 --quiet --format json)
+ppsched_cli_json_test(tune_exact_phase_off
+  "d['exact_nodes'] == 0 and not d['bound']['exact_complete'] and d['bound']['search'] == 0"
+  tune --ranks 4 --microbatches 4 --stages-per-rank 2 --w 0.5 --exact-nodes 0 --quiet --format json)
+ppsched_cli_test(tune_exact_phase_text 0 STDOUT_HAS "exact-search nodes"
+                 ARGS tune --ranks 4 --microbatches 4 --stages-per-rank 2 --w 0.5 --quiet)
+ppsched_cli_test(tune_bad_exact_nodes 2 STDERR_HAS "--exact-nodes"
+                 ARGS tune --ranks 2 --microbatches 2 --exact-nodes -1)
 # Round trips: the written CSV re-simulates to the printed makespan and peaks.
 foreach(case IN ITEMS "uniform;--ranks;4;--microbatches;8"
                       "uneven;--ranks;8;--microbatches;16;--costs;${uneven};--p2p;0.1;--memory-limit;6"

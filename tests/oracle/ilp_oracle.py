@@ -143,6 +143,16 @@ class Problem:
             out[self.rank_of_stage[s]] += self.cost["activation"][s]
         return out
 
+    def exact_text(self):
+        """The problem in exact_search's input format (one "key value..." line each)."""
+        lines = [f"ranks {self.P}", f"microbatches {self.M}", f"stages_per_rank {self.V}",
+                 f"placement {self.placement}", f"backward {self.backward}",
+                 f"message {self.c!r}", f"input_grad_frees {self.phi!r}",
+                 "memory_limit " + ("none" if self.L is None else repr(self.L))]
+        for k in self.kinds + ["activation", "parameters"]:
+            lines.append(k + " " + " ".join(repr(x) for x in self.cost[k]))
+        return "\n".join(lines) + "\n"
+
     def ppsched_costs(self):
         """The problem's costs as a ppsched cost file (io/cost_json.hpp)."""
         out = {k: self.cost[k] for k in self.kinds}

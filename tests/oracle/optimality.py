@@ -13,6 +13,11 @@ usage: optimality.py PPSCHED [--time-limit S] [--tune-time-limit S] [--ranks 2,4
          [--placements loop1,loop2,v] [--costs uniform,skew,random,w05,w15] [--latency 0,0.1]
          [--memory none,1f1b,half] [--backward split] [--results FILE.jsonl] [--output FILE.md]
          [--ilp-from FILE.jsonl]... [--limit N] [--no-tune]
+         [--exact EXACT_SEARCH [--exact-time-limit S]] [--no-ilp]
+With --exact (the branch and bound of exact_search.cpp, built by ctest as `exact_search`), every
+problem is searched for an order faster than tune's, with tune's makespan as the target:
+"optimal" with no faster order proves tune optimal (also where tune proved it itself: an
+independent check); a faster order is checked by the oracle's own evaluator. --no-ilp skips CBC.
 The --results file keeps every solved problem: rerunning with it skips those (resume).
 --ilp-from reuses the ILP answers of earlier runs (the slow part) and runs only tune again.
 """
@@ -140,8 +145,95 @@ def tune(args, prob, costs_file):
         return {"error": f"unreadable output ({e})", "seconds": secs}
 
 
+def exact(args, prob, tune_makespan, tmp):
+    """Runs exact_search with tune's makespan as the target. Returns its JSON answer plus
+    "optimum" when proven (tune's makespan, or the faster order it found, re-evaluated)."""
+    path = os.path.join(tmp, "problem.txt")
+    order = os.path.join(tmp, "exact.csv")
+    with open(path, "w") as f:
+        f.write(prob.exact_text())
+    if os.path.exists(order):
+        os.remove(order)
+    p = run([args.exact, path, "--target", repr(tune_makespan), "--time-limit",
+             str(args.exact_time_limit), "--order", order], timeout=args.exact_time_limit + 60)
+    if p.returncode != 0:
+        return {"status": "error", "error": (p.stderr.strip() or "failed")[:120]}
+    res = json.loads(p.stdout)
+    if res["makespan"] is not None:
+        with open(order) as f:
+            ev = ilp_oracle.evaluate(prob, ilp_oracle.read_csv(f.read()))
+        if not ev["fits"] or abs(ev["makespan"] - res["makespan"]) > 1e-9 * res["makespan"]:
+            return {"status": "error", "error": "the faster order does not replay: " +
+                    f"{ev['makespan']} fits={ev['fits']}"}
+    if res["status"] == "optimal":
+        res["optimum"] = res["makespan"] if res["makespan"] is not None else tune_makespan
+    return res
+
+
 def fmt(x, digits=4):
     return "-" if x is None else f"{x:.{digits}f}".rstrip("0").rstrip(".")
+
+
+def exact_table(rows):
+    out = ["| problem | tune makespan | tune bound | proven by | optimum | exact s | "
+           "tune / optimum |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        tn, ex = r.get("tune") or {}, r.get("exact") or {}
+        opt = optimum_of(r)
+        by = "exact search" if ex.get("status") == "optimal" else ex.get("status", "-")
+        if tn.get("makespan") and tn["makespan"] <= tn.get("lower_bound", 0) * (1 + 1e-9):
+            by += " and tune"
+        ratio = tn["makespan"] / opt if opt and "makespan" in tn else None
+        out.append(f"| {r['key']} | {fmt(tn.get('makespan'))} | {fmt(tn.get('lower_bound'))} | "
+                   f"{by} | {fmt(opt)} | {fmt(ex.get('seconds'), 1)} | {fmt(ratio, 4)} |")
+    return "\n".join(out) + "\n"
+
+
+def optimum_of(r):
+    """The proven optimum of a row (exact search or tune's own proof), or None."""
+    return (r.get("exact") or {}).get("optimum")
+
+
+def exact_summary(rows):
+    ratios, by_tune, by_exact, unproven, faster = [], 0, 0, [], 0
+    alarms = []
+    for r in rows:
+        opt, tn, ex = optimum_of(r), r.get("tune") or {}, r.get("exact") or {}
+        if "makespan" not in tn:
+            continue
+        if ex.get("lower_bound") is not None and tn["makespan"] < ex["lower_bound"] - 1e-6:
+            alarms.append(f"{r['key']}: tune {tn['makespan']} below the proven bound")
+        tune_proven = tn["makespan"] <= tn["lower_bound"] * (1 + 1e-9)
+        if tune_proven and ex.get("makespan") is not None:
+            alarms.append(f"{r['key']}: tune claims {tn['makespan']} optimal, exact_search found "
+                          f"{ex['makespan']}")
+        ilp = r.get("ilp") or {}
+        if opt is not None and ilp.get("status") == "optimal" and \
+                abs(ilp["makespan"] - opt) > 1e-6 * opt:
+            alarms.append(f"{r['key']}: the ILP's optimum {ilp['makespan']} differs from the "
+                          f"exact search's {opt}")
+        if opt is None:
+            unproven.append(r["key"])
+            continue
+        by_tune += tune_proven
+        by_exact += ex.get("status") == "optimal"
+        faster += ex.get("makespan") is not None and ex.get("status") == "optimal"
+        ratios.append(tn["makespan"] / opt)
+    lines = []
+    if ratios:
+        q = sorted(ratios)
+        lines.append(f"proven optima: {len(q)} of {len(q) + len(unproven)} by exact_search; tune "
+                     f"proved {by_tune} of them itself (its bound or its exact phase)")
+        lines.append(f"tune / optimum: min {q[0]:.4f}, median {statistics.median(q):.4f}, "
+                     f"max {q[-1]:.4f}; exactly optimal {sum(1 for x in q if x <= 1 + 1e-9)}, "
+                     f"within 1% {sum(1 for x in q if x <= 1.01 + 1e-9)}, above 1% "
+                     f"{sum(1 for x in q if x > 1.01 + 1e-9)}; exact_search found a faster "
+                     f"order than tune on {faster}")
+    if unproven:
+        lines.append(f"unproven: {len(unproven)}: " + ", ".join(unproven))
+    for a in alarms:
+        lines.append("CONTRADICTION: " + a)
+    return "\n".join(lines) + "\n"
 
 
 def table(rows):
@@ -242,6 +334,11 @@ def main():
     ap.add_argument("--output", help="write the markdown table and summary here")
     ap.add_argument("--limit", type=int, help="solve at most N problems")
     ap.add_argument("--no-tune", action="store_true", help="only the ILP")
+    ap.add_argument("--exact", metavar="EXACT_SEARCH",
+                    help="prove tune's makespan optimal (or beat it) with exact_search")
+    ap.add_argument("--exact-time-limit", type=float, default=60,
+                    help="exact_search seconds per problem")
+    ap.add_argument("--no-ilp", action="store_true", help="skip CBC (with --exact)")
     args = ap.parse_args()
     args.ranks = [int(x) for x in args.ranks.split(",")]
     args.placements = args.placements.split(",")
@@ -285,7 +382,9 @@ def main():
             limit = peak if mem == "1f1b" else max(peak / 2, max(prob.least_memory()))
             d = dict(d, memory_limit=limit)
             prob = ilp_oracle.Problem(d)
-        if key in known_ilp and known_ilp[key]["memory_limit"] == prob.L:
+        if args.no_ilp:
+            res = {"status": "skipped", "makespan": None, "bound": None, "seconds": 0}
+        elif key in known_ilp and known_ilp[key]["memory_limit"] == prob.L:
             res = known_ilp[key]["ilp"]
         else:
             res = ilp_oracle.solve(prob, args.time_limit,
@@ -297,9 +396,17 @@ def main():
             with open(costs_file, "w") as f:
                 json.dump(prob.ppsched_costs(), f)
             row["tune"] = tune(args, prob, costs_file)
+            tn = row["tune"]
+            if args.exact and "makespan" in tn:
+                # Always searched, also where tune proves its order optimal itself: the
+                # oracle checks that proof independently.
+                row["exact"] = exact(args, prob, tn["makespan"], tmp)
         solved += 1
         rows.append(row)
         tn = row.get("tune") or {}
+        if "exact" in row:
+            print(f"{key}: tune {fmt(tn.get('makespan'))}, exact: {row['exact'].get('status')} "
+                  f"{fmt(row['exact'].get('optimum'))}", file=sys.stderr, flush=True)
         print(f"{key}: ILP {res['status']} {fmt(res['makespan'])} (bound {fmt(res['bound'])}, "
               f"{res['seconds']:.1f} s, CBC CPU {res.get('cbc_cpu_seconds', '-')} s, "
               f"{res.get('binaries')} binaries); tune "
@@ -308,7 +415,14 @@ def main():
         if args.results:
             with open(args.results, "a") as f:
                 f.write(json.dumps(row) + "\n")
-    text = table(rows) + "\n" + summary(rows) if rows else "no problems\n"
+    if not rows:
+        text = "no problems\n"
+    elif args.exact:
+        text = exact_table(rows) + "\n" + exact_summary(rows)
+        if not args.no_ilp:
+            text += "\n" + table(rows) + "\n" + summary(rows)
+    else:
+        text = table(rows) + "\n" + summary(rows)
     if args.output:
         with open(args.output, "w") as f:
             f.write(text)

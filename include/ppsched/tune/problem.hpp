@@ -81,6 +81,11 @@ struct tune_options {
     /// Stop after this many simulated orders (0: no limit). With this limit and a generous
     /// `time_limit` the result depends only on the problem, the options and `seed`.
     std::uint64_t max_evaluations = 0;
+    /// Partial orders the exact phase may visit (0: skip it; unset: 5 x 10^7 / the problem's
+    /// compute actions, about a second or two whatever the size). The exact phase looks for
+    /// an order faster than the best found, or proves there is none (then the gap is 0);
+    /// small problems usually finish well within the default.
+    std::optional<std::uint64_t> exact_nodes{};
     /// Seed of the search's random choices: the same seed gives the same result unless the
     /// time limit cuts the search short.
     std::uint64_t seed = 1;
@@ -94,9 +99,11 @@ enum class tune_stop : std::uint8_t {
     converged,        ///< every start point reached a local optimum, restarts spent
     time_limit,       ///< `tune_options::time_limit` reached
     evaluation_limit, ///< `tune_options::max_evaluations` reached
+    node_limit,       ///< the exact phase used `tune_options::exact_nodes` without finishing
 };
 
-/// Name of a stop reason (`optimal`, `converged`, `time_limit`, `evaluation_limit`).
+/// Name of a stop reason (`optimal`, `converged`, `time_limit`, `evaluation_limit`,
+/// `node_limit`).
 [[nodiscard]] constexpr std::string_view to_string_view(tune_stop s) noexcept {
     switch (s) {
     case tune_stop::optimal:
@@ -105,6 +112,8 @@ enum class tune_stop : std::uint8_t {
         return "converged";
     case tune_stop::time_limit:
         return "time_limit";
+    case tune_stop::node_limit:
+        return "node_limit";
     default:
         return "evaluation_limit";
     }
@@ -128,6 +137,10 @@ struct makespan_bound {
     int one_machine_rank = 0; ///< the rank it comes from
     double memory = 0;        ///< the memory-time bound (0 without a memory limit)
     int memory_rank = 0;      ///< the rank it comes from
+    /// What the exact phase proved: the optimum when it finished (`exact_complete`), else its
+    /// root bound (heads delayed until enough memory is freed); 0 when it did not run.
+    double search = 0;
+    bool exact_complete = false; ///< the exact phase finished: `value` is the optimum
     /// The least peak memory any valid order needs, per rank (parameters plus one
     /// microbatch's activations on every stage of the rank).
     std::vector<double> least_memory;
@@ -147,6 +160,7 @@ struct tune_result {
     double best_builtin_makespan = 0;
     std::vector<tune_candidate> candidates; ///< every built-in schedule considered
     std::uint64_t evaluations = 0;          ///< orders simulated
+    std::uint64_t exact_nodes = 0;          ///< partial orders the exact phase visited
     double elapsed = 0;                     ///< seconds searched
     double time_to_best = 0; ///< seconds until the returned makespan was first reached
     tune_stop stopped = tune_stop::converged;

@@ -13,8 +13,12 @@
 /// 2. Improvement: from the best start points in turn, a tabu search that swaps adjacent
 ///    actions of a rank along the critical path (tune/detail/local_search.hpp); then restarts
 ///    from the best order found, randomly perturbed.
-/// 3. It stops when the makespan reaches the lower bound (tune/lower_bound.hpp: the order is
-///    then optimal), when the restarts are spent, or at the time or evaluation limit.
+/// 3. Exact phase (tune/detail/exact_search.hpp): a branch and bound over every valid order
+///    looks for one faster than the best found, or proves that there is none, within
+///    `tune_options::exact_nodes` partial orders.
+/// 4. It stops when the makespan reaches the lower bound (tune/lower_bound.hpp: the order is
+///    then optimal), when the exact phase finishes or runs out of nodes, or at the time or
+///    evaluation limit.
 ///
 /// Every timing of the search is exact (the same arithmetic as `simulate`), and the returned
 /// order is simulated and validated again before it is returned.
@@ -34,6 +38,7 @@
 #include "ppsched/algorithms/validate.hpp"
 #include "ppsched/registry.hpp"
 #include "ppsched/tune/detail/evaluator.hpp"
+#include "ppsched/tune/detail/exact_search.hpp"
 #include "ppsched/tune/detail/list_scheduler.hpp"
 #include "ppsched/tune/detail/local_search.hpp"
 #include "ppsched/tune/detail/model.hpp"
@@ -337,7 +342,33 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         }
     }
 
-    // 3. The answer, simulated and validated by the library itself.
+    // 3. The exact phase: a faster order, or the proof that there is none.
+    bool proven = false, exact_cut = false;
+    // A node costs O(n log n): the default budget keeps the phase to a second or two.
+    const std::uint64_t exact_nodes = options.exact_nodes.value_or(
+        std::max<std::uint64_t>(1000, 50'000'000 / std::max<std::size_t>(n, 1)));
+    if (best.makespan > target && exact_nodes > 0 && !spend.spent(ev)) {
+        exact_search exact(m);
+        exact_limits limits;
+        limits.max_nodes = exact_nodes;
+        limits.deadline = spend.deadline;
+        const exact_outcome found = exact.run(best.makespan, limits);
+        result.exact_nodes = found.nodes;
+        if (found.improved) {
+            const evaluation e = ev.run(found.seq);
+            if (e.ok && better(e, best)) {
+                best = e;
+                best_seq = found.seq;
+                spend.improved(best.makespan, found.found_at);
+            }
+        }
+        proven = found.complete;
+        exact_cut = !found.complete;
+        result.bound.search = found.root_bound;
+        if (std::chrono::steady_clock::now() >= spend.deadline) spend.out_of_time = true;
+    }
+
+    // 4. The answer, simulated and validated by the library itself.
     result.best = to_order(m, cfg, best_seq);
     const simulation sim =
         simulate(result.best, problem.costs, simulate_options{.timeline = false});
@@ -364,19 +395,28 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     auto clamp_rounding = [&](double& b) {
         if (b > result.makespan && b <= result.makespan * (1 + 1e-9)) b = result.makespan;
     };
+    if (proven) {
+        // No order is faster than the best found (up to 1e-12 relative: the search's margin).
+        result.bound.search = result.makespan;
+        result.bound.exact_complete = true;
+    }
+    result.bound.value = std::max(result.bound.value, result.bound.search);
+    clamp_rounding(result.bound.search);
     clamp_rounding(result.bound.value);
     clamp_rounding(result.bound.one_machine);
     clamp_rounding(result.bound.memory);
     result.evaluations = ev.count();
     const double b = result.bound.value;
     result.gap = b > 0 ? (result.makespan - b) / b : 0;
-    if (result.makespan <= target) {
+    if (result.makespan <= b * (1 + 1e-9)) {
         result.gap = 0;
         result.stopped = tune_stop::optimal;
     } else if (spend.out_of_evaluations) {
         result.stopped = tune_stop::evaluation_limit;
     } else if (spend.out_of_time) {
         result.stopped = tune_stop::time_limit;
+    } else if (exact_cut) {
+        result.stopped = tune_stop::node_limit;
     } else {
         result.stopped = tune_stop::converged;
     }

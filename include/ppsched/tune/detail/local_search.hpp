@@ -50,12 +50,13 @@ struct budget {
         return out_of_time || out_of_evaluations;
     }
 
-    /// Records a better makespan (for the progress reports, and when the best was found).
-    void improved(double makespan) {
+    /// Records a better makespan (for the progress reports, and when the best was found:
+    /// now, or at `when`).
+    void improved(double makespan,
+                  std::chrono::steady_clock::time_point when = std::chrono::steady_clock::now()) {
         if (makespan < best_so_far || best_so_far == 0) {
             best_so_far = makespan;
-            best_at =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            best_at = std::chrono::duration<double>(when - started).count();
         }
     }
     double best_at = 0; ///< seconds from the start to the best makespan so far

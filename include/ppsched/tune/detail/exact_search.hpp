@@ -1,0 +1,492 @@
+#pragma once
+/// \file tune/detail/exact_search.hpp
+/// The auto-scheduler's exact phase: a depth-first branch and bound over all valid orders that
+/// looks for one faster than the best order found so far, or proves that none exists (then
+/// that order is optimal). Exponential in the worst case, as any exact method for this
+/// NP-hard problem, so `tune` gives it a node budget; on small problems it usually finishes.
+///
+/// Why each rule keeps an optimal order reachable:
+/// - Symmetry: costs depend on the stage, not the microbatch, so some optimal order runs each
+///   (stage, kind) queue in microbatch order (relabel the k-th action of every queue as
+///   microbatch k: each dependency x_j >= y_j + d still holds after sorting both sides; memory
+///   depends on the kinds and stages of a rank's positions only). Only such orders are built.
+/// - A node is a partial order: each rank's prefix, every action at its earliest start. A child
+///   appends one action whose inputs are scheduled and whose forward fits in memory.
+/// - Active rule: a child that appends x is cut when a backward-side action y of x's rank (I, W
+///   or B: they only free memory) could start before x does and end by x's start. Moving y
+///   into that gap keeps the order valid, within memory and no slower while lowering the sum
+///   of start times, so the optimal order with the least such sum is never cut.
+/// - Dominance: two nodes with the same scheduled actions, where one has every rank free and
+///   every awaited result ready no later than the other, give the later one no better
+///   completion; a node is cut when an explored node dominates it (the memo, bounded in size).
+/// - Bounds: each unscheduled action's head (earliest start through dependencies, queue order
+///   and, with a memory limit, the frees an F must wait for) plus its duration and tail;
+///   Jackson's preemptive one-machine schedule per rank; and memory x time per rank.
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ppsched/tune/detail/evaluator.hpp"
+#include "ppsched/tune/detail/model.hpp"
+
+namespace ppsched::detail::tune {
+
+/// What the exact phase found.
+struct exact_outcome {
+    bool complete = false; ///< the search finished: `best` (or the incumbent) is optimal
+    bool improved = false; ///< it found an order faster than the incumbent, in `seq`
+    double best = 0;       ///< the makespan of `seq` when improved
+    std::chrono::steady_clock::time_point found_at{}; ///< when `seq` was found
+    sequences seq;                                    ///< the faster order
+    double root_bound = 0;   ///< the bound at the root (heads delayed by memory included)
+    std::uint64_t nodes = 0; ///< partial orders visited
+};
+
+/// The exact phase's limits.
+struct exact_limits {
+    std::uint64_t max_nodes = 0; ///< partial orders to visit at most (0: none)
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    std::size_t memo_doubles = std::size_t{1} << 23; ///< memo size (8 bytes each)
+};
+
+class exact_search {
+  public:
+    explicit exact_search(const model& m) : m_(m) { build(); }
+
+    /// Searches for an order faster than `incumbent` (the best makespan known).
+    [[nodiscard]] exact_outcome run(double incumbent, const exact_limits& limits) {
+        limits_ = limits;
+        out_ = exact_outcome{};
+        target_ = incumbent * (1 - 1e-12);
+        reset();
+        out_.root_bound = bound();
+        if (out_.root_bound >= target_) {
+            out_.root_bound = std::min(out_.root_bound, incumbent);
+            out_.complete = true;
+            return out_;
+        }
+        // Restarts: depth-first search is heavy-tailed, so short rounds with the children's
+        // order shuffled a little find faster orders sooner; every node a round explored to
+        // the end stays in the memo (its verdict holds for any lower target), and the last
+        // round runs to the budget, so the search stays complete.
+        std::uint64_t round_nodes = 1000;
+        for (round_ = 0; !stopped_; ++round_) {
+            round_limit_ = round_nodes <= (std::uint64_t{1} << 40) ? out_.nodes + round_nodes
+                                                                   : ~std::uint64_t{0};
+            if (round_ >= 12) round_limit_ = ~std::uint64_t{0};
+            round_cut_ = false;
+            noise_ = round_ * 0x9E3779B97F4A7C15ULL + 1;
+            search(n_);
+            if (!round_cut_) break; // finished: complete unless the budget stopped it
+            round_nodes *= 2;
+        }
+        out_.complete = !stopped_;
+        return out_;
+    }
+
+  private:
+    struct dep {
+        std::size_t queue;
+        double delay;
+    };
+
+    const model& m_;
+    std::size_t mb_ = 0, queues_ = 0, n_ = 0, ranks_ = 0;
+    // Per queue (kind * stages + stage).
+    std::vector<int> kind_, stage_, rank_;
+    std::vector<double> dur_, mem_; // duration; memory change (+ forward, - frees)
+    std::vector<std::vector<dep>> deps_;
+    std::vector<std::vector<std::size_t>> succ_;
+    std::vector<std::size_t> topo_; // queues in dependency order
+    std::vector<double> hold_;      // per forward queue: least time its activation is held
+    std::vector<double> tail_;      // per action (queue * mb + j)
+    std::vector<std::vector<int>> rank_stages_;
+    // State.
+    std::vector<std::size_t> cnt_;
+    std::vector<double> end_, free_, held_, head_;
+    std::vector<std::vector<int>> seq_;
+    std::vector<std::vector<std::pair<double, double>>> frees_;
+    std::unordered_map<std::string, std::vector<double>> memo_;
+    // Per depth, reused: the node's memo key and times, queue heads' starts, children.
+    struct frame {
+        std::string key;
+        std::vector<double> times, est;
+        std::vector<std::pair<double, std::size_t>> children;
+    };
+    std::deque<frame> frames_; // a deque: growing keeps references to frames valid
+    std::size_t memo_used_ = 0;
+    exact_limits limits_;
+    exact_outcome out_;
+    std::uint64_t round_ = 0, round_limit_ = 0, noise_ = 0;
+    bool round_cut_ = false;
+    double target_ = 0;
+    bool stopped_ = false;
+
+    [[nodiscard]] std::size_t queue(int kind, int s) const {
+        return static_cast<std::size_t>(kind) * static_cast<std::size_t>(m_.stages) +
+               static_cast<std::size_t>(s);
+    }
+    [[nodiscard]] const stage_info& info(int s) const {
+        return m_.stage[static_cast<std::size_t>(s)];
+    }
+
+    void build() {
+        mb_ = static_cast<std::size_t>(m_.microbatches);
+        ranks_ = static_cast<std::size_t>(m_.ranks);
+        queues_ = static_cast<std::size_t>(m_.kinds()) * static_cast<std::size_t>(m_.stages);
+        n_ = queues_ * mb_;
+        const double phi = m_.frees_by_i;
+        for (int k = 0; k < m_.kinds(); ++k)
+            for (int s = 0; s < m_.stages; ++s) {
+                const stage_info& st = info(s);
+                kind_.push_back(k);
+                stage_.push_back(s);
+                rank_.push_back(st.rank);
+                dur_.push_back(st.dur[k]);
+                const double a = st.activation;
+                mem_.push_back(k == kind_forward    ? a
+                               : k == kind_backward ? -(m_.split ? a * phi : a)
+                                                    : -(a * (1 - phi)));
+            }
+        deps_.assign(queues_, {});
+        succ_.assign(queues_, {});
+        for (std::size_t q = 0; q < queues_; ++q) {
+            const stage_info& st = info(stage_[q]);
+            if (kind_[q] == kind_forward && st.prev >= 0)
+                deps_[q].push_back({queue(kind_forward, st.prev), st.msg_from_prev});
+            if (kind_[q] == kind_backward) {
+                deps_[q].push_back({queue(kind_forward, stage_[q]), 0.0});
+                if (st.next >= 0)
+                    deps_[q].push_back({queue(kind_backward, st.next), st.msg_from_next});
+            }
+            if (kind_[q] == kind_weight) deps_[q].push_back({queue(kind_backward, stage_[q]), 0.0});
+            for (const dep& d : deps_[q]) succ_[d.queue].push_back(q);
+        }
+        // Stages in path order are 0..S-1 (config.hpp): forwards up, backwards down, then Ws.
+        for (int s = 0; s < m_.stages; ++s) topo_.push_back(queue(kind_forward, s));
+        for (int s = m_.stages - 1; s >= 0; --s) topo_.push_back(queue(kind_backward, s));
+        if (m_.split)
+            for (int s = 0; s < m_.stages; ++s) topo_.push_back(queue(kind_weight, s));
+        // Tails: the longest path after an action ends, through dependents and queue order.
+        tail_.assign(n_, 0.0);
+        for (std::size_t j = mb_; j-- > 0;)
+            for (std::size_t t = queues_; t-- > 0;) {
+                const std::size_t q = topo_[t], id = q * mb_ + j;
+                double v = 0;
+                for (std::size_t z : succ_[q])
+                    for (const dep& d : deps_[z])
+                        if (d.queue == q) v = std::max(v, d.delay + dur_[z] + tail_[z * mb_ + j]);
+                if (j + 1 < mb_) v = std::max(v, dur_[q] + tail_[id + 1]);
+                tail_[id] = v;
+            }
+        // The least time an activation is held: its forward, the path to the last stage and
+        // back (every later stage's forward and backward, and the messages), its backward
+        // and, split, its W.
+        hold_.assign(queues_, 0.0);
+        for (int s = 0; s < m_.stages; ++s) {
+            double t = info(s).dur[kind_forward];
+            for (int u = s + 1; u < m_.stages; ++u)
+                t += info(u).msg_from_prev + info(u).dur[kind_forward];
+            for (int u = m_.stages - 1; u > s; --u)
+                t += info(u).dur[kind_backward] + info(u - 1).msg_from_next;
+            t += info(s).dur[kind_backward];
+            if (m_.split) t += info(s).dur[kind_weight];
+            hold_[queue(kind_forward, s)] = t;
+        }
+        rank_stages_ = m_.rank_stages;
+        cnt_.assign(queues_, 0);
+        end_.assign(n_, 0.0);
+        head_.assign(n_, 0.0);
+        free_.assign(ranks_, 0.0);
+        held_.assign(ranks_, 0.0);
+        seq_.assign(ranks_, {});
+        frees_.assign(ranks_, {});
+    }
+
+    void reset() {
+        std::fill(cnt_.begin(), cnt_.end(), 0);
+        std::fill(free_.begin(), free_.end(), 0.0);
+        std::fill(held_.begin(), held_.end(), 0.0);
+        for (auto& row : seq_) row.clear();
+        memo_.clear();
+        memo_used_ = 0;
+        stopped_ = false;
+    }
+
+    [[nodiscard]] bool scheduled(std::size_t q, std::size_t j) const { return cnt_[q] > j; }
+    [[nodiscard]] double room(std::size_t r) const { return m_.limit[r] - m_.parameters[r]; }
+
+    /// A lower bound on the makespan of every completion of the current node.
+    [[nodiscard]] double bound() {
+        double lb = 0;
+        for (double f : free_) lb = std::max(lb, f);
+        const bool memory =
+            std::any_of(m_.limit.begin(), m_.limit.end(), [](double l) { return l < 1e300; });
+        for (auto& f : frees_) f.clear();
+        // Heads, microbatch by microbatch (a dependency is of the same microbatch, queue
+        // order of the previous one).
+        for (std::size_t j = 0; j < mb_; ++j) {
+            for (std::size_t q : topo_) {
+                if (scheduled(q, j)) continue;
+                const std::size_t id = q * mb_ + j, r = static_cast<std::size_t>(rank_[q]);
+                double h = free_[r];
+                for (const dep& d : deps_[q]) {
+                    const std::size_t did = d.queue * mb_ + j;
+                    h = std::max(h, scheduled(d.queue, j) ? end_[did] + d.delay
+                                                          : head_[did] + dur_[d.queue] + d.delay);
+                }
+                if (j > 0 && !scheduled(q, j - 1)) h = std::max(h, head_[id - 1] + dur_[q]);
+                if (memory && kind_[q] == kind_forward) h = std::max(h, memory_head(q, j, r));
+                head_[id] = h;
+                lb = std::max(lb, h + dur_[q] + tail_[id]);
+            }
+            if (!memory || lb >= target_) continue;
+            for (std::size_t q : topo_) {
+                if (scheduled(q, j) || mem_[q] >= 0) continue;
+                auto& f = frees_[static_cast<std::size_t>(rank_[q])];
+                const std::pair<double, double> x{head_[q * mb_ + j] + dur_[q], -mem_[q]};
+                f.insert(std::upper_bound(f.begin(), f.end(), x), x);
+            }
+        }
+        if (lb >= target_) return lb;
+        lb = std::max(lb, one_machine());
+        if (memory && lb < target_) lb = std::max(lb, memory_time());
+        return lb;
+    }
+
+    /// The earliest an F of queue q, microbatch j can start for memory: the forwards that must
+    /// precede it (its queue's earlier microbatches and the rank's earlier stages up to j) and
+    /// what the rank holds must fit, and only earlier microbatches' frees can come first (a
+    /// later one's backward needs this stage's forward of it, which comes after this F).
+    [[nodiscard]] double memory_head(std::size_t q, std::size_t j, std::size_t r) const {
+        double need = held_[r] - room(r);
+        for (int st : rank_stages_[r]) {
+            if (st > stage_[q]) break;
+            const std::size_t done = cnt_[queue(kind_forward, st)];
+            if (j + 1 > done) need += info(st).activation * static_cast<double>(j + 1 - done);
+        }
+        if (need <= 1e-12 * (1 + room(r))) return 0;
+        double got = 0;
+        for (const auto& [t, amount] : frees_[r]) {
+            got += amount;
+            if (got >= need * (1 - 1e-12)) return t;
+        }
+        return std::numeric_limits<double>::infinity(); // it can never fit
+    }
+
+    /// Jackson's preemptive schedule of each rank's unscheduled actions (heads, durations,
+    /// tails): the optimum of that one-machine relaxation. O(n log n).
+    [[nodiscard]] double one_machine() const {
+        struct job {
+            double head, dur, tail;
+        };
+        double lb = 0;
+        std::vector<job> jobs;
+        for (std::size_t r = 0; r < ranks_; ++r) {
+            jobs.clear();
+            for (std::size_t q = 0; q < queues_; ++q) {
+                if (static_cast<std::size_t>(rank_[q]) != r) continue;
+                for (std::size_t j = cnt_[q]; j < mb_; ++j)
+                    jobs.push_back({head_[q * mb_ + j], dur_[q], tail_[q * mb_ + j]});
+            }
+            if (jobs.empty()) continue;
+            std::sort(jobs.begin(), jobs.end(),
+                      [](const job& a, const job& b) { return a.head < b.head; });
+            std::priority_queue<std::pair<double, double>> ready; // (tail, time left)
+            double t = jobs[0].head;
+            std::size_t i = 0;
+            while (i < jobs.size() || !ready.empty()) {
+                if (ready.empty() && t < jobs[i].head) t = jobs[i].head;
+                while (i < jobs.size() && jobs[i].head <= t) {
+                    ready.push({jobs[i].tail, jobs[i].dur});
+                    ++i;
+                }
+                const auto [tail, left] = ready.top();
+                ready.pop();
+                const double run = i < jobs.size() ? std::min(left, jobs[i].head - t) : left;
+                t += run;
+                if (run >= left)
+                    lb = std::max(lb, t + tail);
+                else
+                    ready.push({tail, left - run});
+            }
+        }
+        return lb;
+    }
+
+    /// Memory x time: from its free time on, a rank holds each taken activation until the
+    /// action freeing it ends and each future one at least its least holding time, never more
+    /// than its room at once.
+    [[nodiscard]] double memory_time() const {
+        double lb = 0;
+        for (std::size_t r = 0; r < ranks_; ++r) {
+            if (!(room(r) > 0)) continue;
+            double area = 0;
+            const double now = free_[r];
+            for (int s : rank_stages_[r]) {
+                const double a = info(s).activation;
+                if (a <= 0) continue;
+                const std::size_t qf = queue(kind_forward, s);
+                for (int part = 0; part < (m_.split ? 2 : 1); ++part) {
+                    const std::size_t qx = queue(part == 0 ? kind_backward : kind_weight, s);
+                    const double share = !m_.split   ? 1.0
+                                         : part == 0 ? m_.frees_by_i
+                                                     : 1 - m_.frees_by_i;
+                    if (share <= 0) continue;
+                    for (std::size_t j = cnt_[qx]; j < cnt_[qf]; ++j)
+                        area += share * a * std::max(0.0, head_[qx * mb_ + j] + dur_[qx] - now);
+                    double hold = hold_[qf];
+                    if (m_.split && part == 0) hold -= info(s).dur[kind_weight];
+                    area += share * a * static_cast<double>(mb_ - cnt_[qf]) * hold;
+                }
+            }
+            lb = std::max(lb, now + area / room(r));
+        }
+        return lb;
+    }
+
+    /// The memo's key (queue counters) and the times every completion depends on: each rank's
+    /// free time and the end of each scheduled action a later one still waits for.
+    void state(std::string& key, std::vector<double>& times) const {
+        key.clear();
+        for (std::size_t c : cnt_) key.push_back(static_cast<char>(c & 0xff));
+        for (std::size_t c : cnt_) key.push_back(static_cast<char>((c >> 8) & 0xff));
+        times.assign(free_.begin(), free_.end());
+        for (std::size_t q = 0; q < queues_; ++q) {
+            std::size_t lo = cnt_[q];
+            for (std::size_t z : succ_[q]) lo = std::min(lo, cnt_[z]);
+            for (std::size_t j = lo; j < cnt_[q]; ++j) times.push_back(end_[q * mb_ + j]);
+        }
+    }
+
+    [[nodiscard]] bool dominated(const std::string& key, const std::vector<double>& times) const {
+        const auto it = memo_.find(key);
+        if (it == memo_.end()) return false;
+        const std::size_t n = times.size();
+        for (std::size_t at = 0; at + n <= it->second.size(); at += n) {
+            bool le = true;
+            for (std::size_t i = 0; i < n && le; ++i) le = it->second[at + i] <= times[i];
+            if (le) return true;
+        }
+        return false;
+    }
+
+    void remember(const std::string& key, const std::vector<double>& times) {
+        if (memo_used_ + times.size() > limits_.memo_doubles) return;
+        auto& v = memo_[key];
+        v.insert(v.end(), times.begin(), times.end());
+        memo_used_ += times.size();
+    }
+
+    [[nodiscard]] bool out_of_budget() {
+        if (stopped_ || round_cut_) return true;
+        if (limits_.max_nodes != 0 && out_.nodes >= limits_.max_nodes) stopped_ = true;
+        if ((out_.nodes & 255) == 0 && std::chrono::steady_clock::now() >= limits_.deadline)
+            stopped_ = true;
+        if (out_.nodes >= round_limit_) round_cut_ = true;
+        return stopped_ || round_cut_;
+    }
+
+    /// A pseudo-random number in [0, 1) from the round and the node count (splitmix64).
+    [[nodiscard]] double jitter(std::uint64_t salt) const {
+        std::uint64_t z = noise_ + salt * 0xBF58476D1CE4E5B9ULL + out_.nodes;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        z ^= z >> 31;
+        return static_cast<double>(z >> 11) * 0x1.0p-53;
+    }
+
+    /// Earliest start of queue q's next action, or -1 while an input is not scheduled.
+    [[nodiscard]] double earliest(std::size_t q) const {
+        const std::size_t j = cnt_[q];
+        double t = free_[static_cast<std::size_t>(rank_[q])];
+        for (const dep& d : deps_[q]) {
+            if (!scheduled(d.queue, j)) return -1;
+            t = std::max(t, end_[d.queue * mb_ + j] + d.delay);
+        }
+        return t;
+    }
+
+    void search(std::size_t left) {
+        ++out_.nodes;
+        if (out_of_budget()) return;
+        if (left == 0) {
+            double makespan = 0;
+            for (double f : free_) makespan = std::max(makespan, f);
+            if (makespan < target_) {
+                out_.improved = true;
+                out_.best = makespan;
+                out_.seq = seq_;
+                out_.found_at = std::chrono::steady_clock::now();
+                target_ = makespan * (1 - 1e-12);
+            }
+            return;
+        }
+        if (bound() >= target_) return;
+        const std::size_t depth = n_ - left;
+        if (frames_.size() <= depth) frames_.resize(depth + 1);
+        frame& f = frames_[depth];
+        std::string& key = f.key;
+        std::vector<double>& times = f.times;
+        state(key, times);
+        if (dominated(key, times)) return;
+        std::vector<double>& est = f.est;
+        est.assign(queues_, -1);
+        for (std::size_t q = 0; q < queues_; ++q)
+            if (cnt_[q] < mb_) est[q] = earliest(q);
+        auto& children = f.children;
+        children.clear();
+        for (std::size_t q = 0; q < queues_; ++q) {
+            const double e = est[q];
+            if (e < 0) continue;
+            const auto r = static_cast<std::size_t>(rank_[q]);
+            // Memory as the evaluator counts it (the same operations).
+            if (kind_[q] == kind_forward && m_.parameters[r] + (held_[r] + mem_[q]) > m_.limit[r])
+                continue;
+            bool gap = false; // the active rule
+            for (std::size_t y = 0; y < queues_ && !gap; ++y)
+                gap = y != q && rank_[y] == rank_[q] && kind_[y] != kind_forward && est[y] >= 0 &&
+                      est[y] < e && est[y] + dur_[y] <= e;
+            if (!gap) children.push_back({e, q});
+        }
+        // Earliest first; at a tie, backward-side actions before forwards. After the first
+        // round, each start is blurred by up to a random share of the action's duration.
+        if (round_ > 0)
+            for (auto& c : children) c.first += jitter(c.second) * dur_[c.second] * 0.75;
+        std::sort(children.begin(), children.end(), [&](const auto& a, const auto& b) {
+            if (a.first != b.first) return a.first < b.first;
+            const bool fa = kind_[a.second] == kind_forward, fb = kind_[b.second] == kind_forward;
+            return fa != fb ? fb : a.second < b.second;
+        });
+        for (std::size_t i = 0; i < children.size(); ++i) {
+            const std::size_t q = children[i].second;
+            const double e = f.est[q]; // the true start (the sort key may be blurred)
+            const auto r = static_cast<std::size_t>(rank_[q]);
+            const std::size_t id = q * mb_ + cnt_[q];
+            const double saved_free = free_[r], saved_held = held_[r];
+            end_[id] = e + dur_[q];
+            free_[r] = end_[id];
+            held_[r] += mem_[q];
+            ++cnt_[q];
+            seq_[r].push_back(m_.node(stage_[q], static_cast<int>(id - q * mb_), kind_[q]));
+            search(left - 1);
+            seq_[r].pop_back();
+            --cnt_[q];
+            held_[r] = saved_held;
+            free_[r] = saved_free;
+            if (stopped_ || round_cut_) return;
+        }
+        remember(key, times);
+    }
+};
+
+} // namespace ppsched::detail::tune

@@ -1,0 +1,607 @@
+// An exact solver of ppsched's scheduling problem, written for the tests only: a depth-first
+// branch and bound that either finds an order faster than a target makespan or proves that none
+// exists. Used with the target set to `ppsched tune`'s makespan, "none exists" proves the tuned
+// order optimal. It shares no code with the library (its own model, its own timing), so the two
+// check each other; the model is the one tests/oracle/README.md describes (and ilp_oracle.py
+// solves with CBC).
+//
+// usage: exact_search PROBLEM.txt [--target T] [--time-limit S] [--node-limit N] [--order OUT.csv]
+// PROBLEM.txt (ilp_oracle.py --exact-input writes it): lines "key value..." with keys ranks,
+// microbatches, stages_per_rank, placement (loop|v), backward (split|fused), message,
+// input_grad_frees, memory_limit (a number or none), and per-stage arrays F, I, W (split) or B
+// (fused), activation, parameters.
+// Prints one JSON line: {"status": "optimal"|"unknown", "makespan": best order found (or null),
+// "lower_bound": proven, "target": T, "nodes": N, "seconds": S}. "optimal" with makespan null
+// means no order beats the target: the target is then the proven lower bound. Exit 0, or 2 on
+// bad input.
+//
+// The search (why each rule keeps an optimum; durations are positive):
+// - Symmetry: microbatches are identical (costs depend on the stage only), so some optimal order
+//   runs each (kind, stage) queue in microbatch order (relabel the k-th action of every queue as
+//   microbatch k: every dependency x_j >= y_j + d survives sorting both sides, memory depends on
+//   positions' kinds and stages only). The search only extends queues in that order.
+// - Generation: a node is a partial schedule whose actions all have their dependencies and rank
+//   predecessors scheduled, each at its earliest start. Children append one action; they are
+//   appended in (start, rank) order, so every schedule is generated exactly once.
+// - Active rule: a child x is cut when another backward-side action y (I, W or B, which only
+//   free memory) of x's rank could run and finish before x starts. Moving y into that gap keeps
+//   the order valid, within memory and no slower, and lowers the sum of start times; so the
+//   optimal order with the least such sum is never cut.
+// - Bounds (a node is cut when one reaches the target): every unscheduled action's earliest
+//   start (head, through dependencies and queue order) + its duration + the longest path after
+//   it (tail); Jackson's preemptive schedule of each rank's unscheduled actions with those heads
+//   and tails; and memory x time: what a rank must still hold until each held or future
+//   activation can be freed at the earliest, over its memory room, after the current time.
+// Worst case exponential, as any exact method for this NP-hard problem: it is a test oracle.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <unordered_map>
+#include <queue>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+enum kind_t { F = 0, I = 1, W = 2, B = 3 };
+constexpr char kind_letter[] = {'F', 'I', 'W', 'B'};
+
+struct problem_t {
+    int P = 0, M = 0, V = 1, S = 0;
+    bool v_placement = false, split = true;
+    double message = 0, phi = 0;
+    bool limited = false;
+    double limit = 0;
+    std::map<std::string, std::vector<double>> arrays;
+};
+
+[[noreturn]] void fail(const std::string& what) {
+    std::cerr << "exact_search: " << what << '\n';
+    std::exit(2);
+}
+
+problem_t read_problem(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) fail("cannot read " + path);
+    problem_t p;
+    std::string line;
+    std::map<std::string, std::string> scalars;
+    while (std::getline(in, line)) {
+        std::istringstream ls(line);
+        std::string key;
+        if (!(ls >> key)) continue;
+        if (key == "F" || key == "I" || key == "W" || key == "B" || key == "activation" ||
+            key == "parameters") {
+            std::vector<double> v;
+            double x;
+            while (ls >> x) v.push_back(x);
+            p.arrays[key] = v;
+        } else {
+            std::string value;
+            ls >> value;
+            scalars[key] = value;
+        }
+    }
+    auto num = [&](const char* k, const char* dflt) -> double {
+        auto it = scalars.find(k);
+        const std::string s = it == scalars.end() ? std::string(dflt) : it->second;
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || *end != '\0' || !std::isfinite(v)) fail(std::string("bad ") + k);
+        return v;
+    };
+    p.P = static_cast<int>(num("ranks", ""));
+    p.M = static_cast<int>(num("microbatches", ""));
+    p.V = static_cast<int>(num("stages_per_rank", "1"));
+    if (p.P < 1 || p.M < 1 || p.V < 1 || p.P > 64 || p.M > 64 || p.V > 8) fail("bad sizes");
+    p.S = p.P * p.V;
+    p.v_placement = scalars["placement"] == "v";
+    if (!p.v_placement && scalars["placement"] != "loop") fail("placement must be loop or v");
+    p.split = scalars.count("backward") == 0 || scalars["backward"] == "split";
+    if (!p.split && scalars["backward"] != "fused") fail("backward must be split or fused");
+    p.message = num("message", "0");
+    p.phi = num("input_grad_frees", "0");
+    if (scalars.count("memory_limit") && scalars["memory_limit"] != "none") {
+        p.limited = true;
+        p.limit = num("memory_limit", "");
+    }
+    const std::vector<std::string> need =
+        p.split ? std::vector<std::string>{"F", "I", "W", "activation"}
+                : std::vector<std::string>{"F", "B", "activation"};
+    for (const auto& k : need)
+        if (p.arrays[k].size() != static_cast<std::size_t>(p.S))
+            fail(k + " needs one value per stage");
+    if (p.arrays["parameters"].empty()) p.arrays["parameters"].assign(p.S, 0.0);
+    if (p.arrays["parameters"].size() != static_cast<std::size_t>(p.S)) fail("bad parameters");
+    for (const auto& [k, v] : p.arrays)
+        for (double x : v)
+            if (!std::isfinite(x) || x < 0 || (k != "activation" && k != "parameters" && x <= 0))
+                fail(k + ": durations must be positive, activations non-negative");
+    return p;
+}
+
+// One queue per (kind, stage); action id = queue * M + microbatch.
+struct solver_t {
+    const problem_t& pb;
+    int P, M, S, Q, N;
+    std::vector<int> q_kind, q_stage, q_rank;
+    std::vector<double> q_dur, q_mem; // duration; memory change (+ for F, - for frees)
+    std::vector<std::vector<std::pair<int, double>>> q_deps; // (queue, delay), same microbatch
+    std::vector<int> topo;                                   // queues in dependency order
+    std::vector<double> tail;                                // per action, static
+    std::vector<double> room;                                // per rank: limit - parameters
+    std::vector<double> hold_after_f; // per queue of F: least time from F's start to its free
+
+    // State.
+    std::vector<int> cnt; // per queue: scheduled microbatches
+    std::vector<double> end_t, start_t;
+    std::vector<double> free_t, held;
+    double t_last = 0;
+    int r_last = 0;
+    std::vector<std::vector<int>> seq; // per rank, scheduled action ids
+
+    double target;
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<std::vector<int>> best_seq;
+    long long nodes = 0, node_limit;
+    double deadline;
+    bool stopped = false;
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+
+    // Scratch.
+    std::vector<double> head;
+    std::vector<std::vector<std::pair<double, double>>> frees; // per rank: (earliest end, amount)
+    std::vector<std::vector<int>> rank_stage_list;             // per rank, increasing
+
+    // Memo (with --memo): for each set of scheduled actions (the queue counters), the times of
+    // explored nodes that had it; a node whose times are all >= a stored node's is dominated.
+    bool use_memo = false;
+    std::vector<std::vector<int>> q_succ;
+    std::unordered_map<std::string, std::vector<double>> memo;
+    std::size_t memo_doubles = 0, memo_cap = 100'000'000;
+    long long memo_hits = 0;
+
+    int rank_of_stage(int s) const {
+        const int pass = s / P, pos = s % P;
+        return pb.v_placement && pass % 2 == 1 ? P - 1 - pos : pos;
+    }
+    int queue(int k, int s) const {
+        return (pb.split ? (k == B ? 1 : k) : (k == F ? 0 : 1)) * S + s;
+    }
+    double delay(int s_from, int s_to) const {
+        return rank_of_stage(s_from) != rank_of_stage(s_to) ? pb.message : 0.0;
+    }
+
+    solver_t(const problem_t& p, double target_, long long node_limit_, double seconds)
+        : pb(p), P(p.P), M(p.M), S(p.S), target(target_), node_limit(node_limit_),
+          deadline(seconds) {
+        const int kinds = p.split ? 3 : 2;
+        Q = kinds * S;
+        N = Q * M;
+        for (int k = 0; k < kinds; ++k) {
+            const int kind = p.split ? k : (k == 0 ? F : B);
+            for (int s = 0; s < S; ++s) {
+                q_kind.push_back(kind);
+                q_stage.push_back(s);
+                q_rank.push_back(rank_of_stage(s));
+                const char* name = kind == F ? "F" : kind == I ? "I" : kind == W ? "W" : "B";
+                q_dur.push_back(p.arrays.at(name)[s]);
+                const double a = p.arrays.at("activation")[s];
+                q_mem.push_back(kind == F   ? a
+                                : kind == I ? -a * p.phi
+                                : kind == W ? -a * (1 - p.phi)
+                                            : -a);
+            }
+        }
+        q_deps.resize(Q);
+        for (int q = 0; q < Q; ++q) {
+            const int k = q_kind[q], s = q_stage[q];
+            if (k == F && s > 0) q_deps[q].push_back({queue(F, s - 1), delay(s - 1, s)});
+            if (k == I || k == B) {
+                q_deps[q].push_back({queue(F, s), 0.0});
+                if (s + 1 < S) q_deps[q].push_back({queue(k, s + 1), delay(s + 1, s)});
+            }
+            if (k == W) q_deps[q].push_back({queue(I, s), 0.0});
+        }
+        for (int s = 0; s < S; ++s) topo.push_back(queue(F, s));
+        for (int s = S - 1; s >= 0; --s) topo.push_back(queue(p.split ? I : B, s));
+        if (p.split)
+            for (int s = 0; s < S; ++s) topo.push_back(queue(W, s));
+        // Tails: the longest path after an action ends, through dependents and queue order.
+        tail.assign(N, 0.0);
+        std::vector<std::vector<std::pair<int, double>>> q_succ_dl(Q);
+        q_succ.resize(Q);
+        for (int q = 0; q < Q; ++q)
+            for (auto [d, dl] : q_deps[q]) {
+                q_succ_dl[d].push_back({q, dl});
+                q_succ[d].push_back(q);
+            }
+        for (int j = M - 1; j >= 0; --j)
+            for (int t = Q - 1; t >= 0; --t) {
+                const int q = topo[t], id = q * M + j;
+                double v = 0;
+                for (auto [z, dl] : q_succ_dl[q]) v = std::max(v, dl + q_dur[z] + tail[z * M + j]);
+                if (j + 1 < M) v = std::max(v, q_dur[q] + tail[id + 1]);
+                tail[id] = v;
+            }
+        room.assign(P, std::numeric_limits<double>::infinity());
+        if (p.limited) {
+            for (int r = 0; r < P; ++r) room[r] = p.limit;
+            for (int s = 0; s < S; ++s) room[rank_of_stage(s)] -= p.arrays.at("parameters")[s];
+        }
+        // The least time an activation of stage s is held: from F's start, F, the path down and
+        // back (the backward of every later stage) to its own backward, and, split, its W.
+        hold_after_f.assign(Q, 0.0);
+        for (int s = 0; s < S; ++s) {
+            const int bk = p.split ? I : B;
+            double t = q_dur[queue(F, s)];
+            for (int u = s + 1; u < S; ++u) t += delay(u - 1, u) + q_dur[queue(F, u)];
+            for (int u = S - 1; u > s; --u) t += q_dur[queue(bk, u)] + delay(u, u - 1);
+            t += q_dur[queue(bk, s)];
+            if (p.split) t += q_dur[queue(W, s)];
+            hold_after_f[queue(F, s)] = t;
+        }
+        cnt.assign(Q, 0);
+        end_t.assign(N, 0.0);
+        start_t.assign(N, 0.0);
+        free_t.assign(P, 0.0);
+        held.assign(P, 0.0);
+        seq.assign(P, {});
+        head.assign(N, 0.0);
+        frees.assign(P, {});
+        rank_stage_list.assign(P, {});
+        for (int st = 0; st < S; ++st) rank_stage_list[rank_of_stage(st)].push_back(st);
+    }
+
+    bool scheduled(int q, int j) const { return cnt[q] > j; }
+
+    // Earliest start of the head of queue q, or -1 when a dependency is not scheduled.
+    double earliest(int q) const {
+        const int j = cnt[q];
+        double t = free_t[q_rank[q]];
+        for (auto [d, dl] : q_deps[q]) {
+            if (!scheduled(d, j)) return -1;
+            t = std::max(t, end_t[d * M + j] + dl);
+        }
+        return t;
+    }
+
+    double lower_bound() {
+        double lb = 0;
+        for (int r = 0; r < P; ++r) lb = std::max(lb, free_t[r]);
+        // Heads in dependency order (microbatch-major, then queues). With a memory limit, an F
+        // also waits until enough is freed: the Fs that must precede it (its queue's earlier
+        // microbatches and the rank's earlier stages' up to its own) plus what the rank holds now
+        // must fit, and only frees of earlier microbatches can come first (a later microbatch's
+        // backward needs this stage's forward of it, which FIFO puts after this F).
+        const bool memory = pb.limited;
+        for (int r = 0; r < P && memory; ++r) frees[r].clear();
+        for (int j = 0; j < M; ++j) {
+            for (int q : topo) {
+                if (scheduled(q, j)) continue;
+                const int id = q * M + j;
+                const int r = q_rank[q];
+                double h = std::max(t_last, free_t[r]);
+                for (auto [d, dl] : q_deps[q]) {
+                    const int did = d * M + j;
+                    h = std::max(h, scheduled(d, j) ? end_t[did] + dl : head[did] + q_dur[d] + dl);
+                }
+                if (j > 0 && !scheduled(q, j - 1)) h = std::max(h, head[id - 1] + q_dur[q]);
+                if (memory && q_kind[q] == F) {
+                    double need = held[r] - room[r];
+                    for (int st : rank_stage_list[r]) {
+                        if (st > q_stage[q]) break;
+                        need +=
+                            pb.arrays.at("activation")[st] * std::max(0, j + 1 - cnt[queue(F, st)]);
+                    }
+                    if (need > 1e-9) {
+                        double got = 0, at = std::numeric_limits<double>::infinity();
+                        for (auto [t, amount] : frees[r]) {
+                            got += amount;
+                            if (got >= need - 1e-9) {
+                                at = t;
+                                break;
+                            }
+                        }
+                        h = std::max(h, at); // infinite: this F can never fit
+                    }
+                }
+                head[id] = h;
+                lb = std::max(lb, h + q_dur[q] + tail[id]);
+            }
+            if (!memory || !std::isfinite(lb)) continue;
+            for (int q : topo) {
+                if (scheduled(q, j) || q_mem[q] >= 0) continue;
+                const int r = q_rank[q];
+                const std::pair<double, double> f{head[q * M + j] + q_dur[q], -q_mem[q]};
+                frees[r].insert(std::upper_bound(frees[r].begin(), frees[r].end(), f), f);
+            }
+        }
+        if (lb >= target) return lb;
+        // Jackson's preemptive schedule per rank (the optimum of the preemptive one-machine
+        // relaxation with release times and tails).
+        struct job {
+            double r, p, q;
+        };
+        std::vector<job> jobs;
+        for (int r = 0; r < P; ++r) {
+            jobs.clear();
+            for (int q = 0; q < Q; ++q) {
+                if (q_rank[q] != r) continue;
+                for (int j = cnt[q]; j < M; ++j)
+                    jobs.push_back({head[q * M + j], q_dur[q], tail[q * M + j]});
+            }
+            if (jobs.empty()) continue;
+            std::sort(jobs.begin(), jobs.end(),
+                      [](const job& a, const job& b) { return a.r < b.r; });
+            std::priority_queue<std::pair<double, double>> ready; // (tail, remaining)
+            double t = jobs[0].r;
+            std::size_t i = 0;
+            while (i < jobs.size() || !ready.empty()) {
+                if (ready.empty() && t < jobs[i].r) t = jobs[i].r;
+                while (i < jobs.size() && jobs[i].r <= t) {
+                    ready.push({jobs[i].q, jobs[i].p});
+                    ++i;
+                }
+                auto [qq, left] = ready.top();
+                ready.pop();
+                const double run = i < jobs.size() ? std::min(left, jobs[i].r - t) : left;
+                t += run;
+                if (run >= left)
+                    lb = std::max(lb, t + qq);
+                else
+                    ready.push({qq, left - run});
+            }
+            if (lb >= target) return lb;
+        }
+        // Memory x time: after t_last, rank r must hold every activation it holds or will take
+        // until that activation's earliest free; at most room[r] at a time.
+        if (pb.limited) {
+            for (int r = 0; r < P; ++r) {
+                if (!(room[r] > 0)) continue;
+                double area = 0;
+                // Every action of the rank still to come starts after `now`.
+                const double now = std::max(t_last, free_t[r]);
+                for (int s = 0; s < S; ++s) {
+                    if (rank_of_stage(s) != r) continue;
+                    const double a = pb.arrays.at("activation")[s];
+                    if (a <= 0) continue;
+                    const int qf = queue(F, s);
+                    // Each part of an activation (split: phi freed by I, the rest by W; fused: all
+                    // by B) is held until the action that frees it ends.
+                    const int kinds = pb.split ? 2 : 1;
+                    for (int part = 0; part < kinds; ++part) {
+                        const int qfree = pb.split ? queue(part == 0 ? I : W, s) : queue(B, s);
+                        const double share = pb.split ? (part == 0 ? pb.phi : 1 - pb.phi) : 1.0;
+                        if (share <= 0) continue;
+                        // Taken, not yet freed: until the free's earliest end.
+                        for (int j = cnt[qfree]; j < cnt[qf]; ++j)
+                            area +=
+                                share * a * std::max(0.0, head[qfree * M + j] + q_dur[qfree] - now);
+                        // Not taken yet: at least the least holding time each.
+                        double hold = hold_after_f[qf];
+                        if (pb.split && part == 0) hold -= q_dur[queue(W, s)];
+                        area += share * a * (M - cnt[qf]) * hold;
+                    }
+                }
+                lb = std::max(lb, now + area / room[r]);
+            }
+        }
+        return lb;
+    }
+
+    bool out_of_budget() {
+        if (stopped) return true;
+        if ((nodes & 1023) == 0) {
+            const double secs =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (secs > deadline || nodes > node_limit) stopped = true;
+        }
+        return stopped;
+    }
+
+    // The memo's key (the queue counters) and the times that decide every completion: each
+    // rank's free time and the end of every scheduled action a later one still waits for.
+    void state(std::string& key, std::vector<double>& times) const {
+        key.assign(cnt.begin(), cnt.end());
+        times.assign(free_t.begin(), free_t.end());
+        for (int q = 0; q < Q; ++q) {
+            int lo = cnt[q];
+            for (int z : q_succ[q]) lo = std::min(lo, cnt[z]);
+            for (int j = lo; j < cnt[q]; ++j) times.push_back(end_t[q * M + j]);
+        }
+    }
+
+    bool dominated(const std::string& key, const std::vector<double>& times) const {
+        auto it = memo.find(key);
+        if (it == memo.end()) return false;
+        const std::size_t n = times.size();
+        for (std::size_t at = 0; at + n <= it->second.size(); at += n) {
+            bool le = true;
+            for (std::size_t i = 0; i < n && le; ++i) le = it->second[at + i] <= times[i];
+            if (le) return true;
+        }
+        return false;
+    }
+
+    void remember(const std::string& key, const std::vector<double>& times) {
+        if (memo_doubles + times.size() > memo_cap) return;
+        auto& v = memo[key];
+        v.insert(v.end(), times.begin(), times.end());
+        memo_doubles += times.size();
+    }
+
+    void search(int left) {
+        ++nodes;
+        if (out_of_budget()) return;
+        if (left == 0) {
+            double ms = 0;
+            for (int r = 0; r < P; ++r) ms = std::max(ms, free_t[r]);
+            if (ms < target) {
+                best = ms;
+                best_seq = seq;
+                target = ms * (1 - 1e-9);
+            }
+            return;
+        }
+        if (lower_bound() >= target) return;
+        std::string key;
+        std::vector<double> times;
+        if (use_memo) {
+            state(key, times);
+            if (dominated(key, times)) {
+                ++memo_hits;
+                return;
+            }
+        }
+        // Candidates: queue heads whose dependencies are scheduled, within memory.
+        struct cand {
+            double est;
+            int q;
+        };
+        std::vector<cand> c(static_cast<std::size_t>(Q));
+        int nc = 0;
+        std::vector<double> est_q(Q, -1);
+        for (int q = 0; q < Q; ++q) {
+            if (cnt[q] >= M) continue;
+            const double e = earliest(q);
+            if (e < 0) continue;
+            est_q[q] = e;
+        }
+        // Each rank must be able to run its next action at or after the current time.
+        for (int r = 0; r < P && !use_memo; ++r) {
+            bool pending = false, possible = false;
+            for (int q = 0; q < Q; ++q) {
+                if (q_rank[q] != r || cnt[q] >= M) continue;
+                pending = true;
+                if (est_q[q] < 0 || est_q[q] > t_last || (est_q[q] == t_last && r >= r_last))
+                    possible = true;
+            }
+            if (pending && !possible) return;
+        }
+        for (int q = 0; q < Q; ++q) {
+            const double e = est_q[q];
+            if (e < 0) continue;
+            const int r = q_rank[q];
+            if (!use_memo && (e < t_last || (e == t_last && r < r_last))) continue;
+            if (q_kind[q] == F && held[r] + q_mem[q] > room[r] + 1e-9) continue;
+            bool shift = false; // the active rule
+            for (int y = 0; y < Q && !shift; ++y)
+                shift = y != q && q_rank[y] == r && q_kind[y] != F && est_q[y] >= 0 &&
+                        est_q[y] < e && est_q[y] + q_dur[y] <= e;
+            if (shift) continue;
+            c[nc++] = {e, q};
+        }
+        std::sort(c.begin(), c.begin() + nc, [&](const cand& a, const cand& b) {
+            if (a.est != b.est) return a.est < b.est;
+            return q_kind[a.q] != q_kind[b.q] ? (q_kind[a.q] == F) < (q_kind[b.q] == F) : a.q < b.q;
+        });
+        for (int i = 0; i < nc; ++i) {
+            const int q = c[i].q, r = q_rank[q], j = cnt[q], id = q * M + j;
+            const double saved_free = free_t[r], saved_t = t_last;
+            const int saved_r = r_last;
+            start_t[id] = c[i].est;
+            end_t[id] = c[i].est + q_dur[q];
+            free_t[r] = end_t[id];
+            held[r] += q_mem[q];
+            if (!use_memo) {
+                t_last = c[i].est;
+                r_last = r;
+            }
+            ++cnt[q];
+            seq[r].push_back(id);
+            search(left - 1);
+            seq[r].pop_back();
+            --cnt[q];
+            held[r] -= q_mem[q];
+            free_t[r] = saved_free;
+            t_last = saved_t;
+            r_last = saved_r;
+            if (stopped) return;
+        }
+        if (use_memo) remember(key, times);
+    }
+
+    std::string csv() const {
+        std::string out;
+        for (int r = 0; r < P; ++r) {
+            for (std::size_t i = 0; i < best_seq[r].size(); ++i) {
+                const int id = best_seq[r][i], q = id / M, j = id % M;
+                if (i) out += ',';
+                out += std::to_string(q_stage[q]) + kind_letter[q_kind[q]] + std::to_string(j);
+            }
+            out += '\n';
+        }
+        return out;
+    }
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || std::string(argv[1]) == "--help") {
+        std::cerr << "usage: exact_search PROBLEM.txt [--target T] [--time-limit S] "
+                     "[--node-limit N] [--order OUT.csv]\n";
+        return argc < 2 ? 2 : 0;
+    }
+    double target = std::numeric_limits<double>::infinity(), seconds = 60;
+    long long node_limit = std::numeric_limits<long long>::max();
+    std::string order_path;
+    bool memo = true;
+    for (int i = 2; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (i + 1 >= argc) fail("missing value after " + a);
+        const std::string v = argv[++i];
+        if (a == "--target")
+            target = std::strtod(v.c_str(), nullptr);
+        else if (a == "--time-limit")
+            seconds = std::strtod(v.c_str(), nullptr);
+        else if (a == "--node-limit")
+            node_limit = std::strtoll(v.c_str(), nullptr, 10);
+        else if (a == "--order")
+            order_path = v;
+        else if (a == "--memo")
+            memo = v == "on";
+        else
+            fail("unknown option " + a);
+    }
+    if (!(target > 0) || !(seconds > 0) || node_limit <= 0)
+        fail("bad --target, --time-limit or --node-limit");
+    const problem_t pb = read_problem(argv[1]);
+    solver_t s(pb, target * (1 - 1e-9), node_limit, seconds);
+    s.use_memo = memo;
+    bool memory_ok = true;
+    if (pb.limited) {
+        // Least memory any order needs: every activation of the rank at once.
+        std::vector<double> least(pb.P, 0.0);
+        for (int st = 0; st < pb.S; ++st)
+            least[s.rank_of_stage(st)] += pb.arrays.at("activation")[st];
+        for (int r = 0; r < pb.P; ++r) memory_ok = memory_ok && least[r] <= s.room[r] + 1e-9;
+    }
+    if (memory_ok) s.search(s.N);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - s.t0).count();
+    const bool found = std::isfinite(s.best);
+    auto number = [](double x) {
+        char b[40];
+        std::snprintf(b, sizeof b, "%.17g", x);
+        return std::string(b);
+    };
+    const char* status = !memory_ok ? "infeasible" : s.stopped ? "unknown" : "optimal";
+    const std::string lb = s.stopped || !memory_ok ? "null" : number(found ? s.best : target);
+    const std::string buf =
+        std::string("{\"status\": \"") + status +
+        "\", \"makespan\": " + (found ? number(s.best) : "null") + ", \"lower_bound\": " + lb +
+        ", \"target\": " + number(target) + ", \"nodes\": " + std::to_string(s.nodes) +
+        ", \"memo_hits\": " + std::to_string(s.memo_hits) + ", \"seconds\": " + number(secs) + "}";
+    std::cout << buf << '\n';
+    if (found && !order_path.empty()) std::ofstream(order_path) << s.csv();
+    return 0;
+}

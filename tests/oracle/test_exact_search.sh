@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# exact_search (the tests' own branch and bound) against ppsched:
+# 1. with a loose target it returns an order that ppsched validates and simulates to the
+#    makespan it claims, and proves it optimal;
+# 2. on a slice of issue 16's suite (2 ranks, m 2 and 4, every placement, two cost shapes, latency 0.1,
+#    every memory case) optimality.py --exact proves every optimum, finds no contradiction,
+#    and tune is within 1% of each (the full runs are in results/, see README.md).
+# usage: test_exact_search.sh PPSCHED EXACT_SEARCH
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+ppsched=${1:?usage: test_exact_search.sh PPSCHED EXACT_SEARCH}
+exact=${2:?usage: test_exact_search.sh PPSCHED EXACT_SEARCH}
+python=/usr/bin/python3
+[[ -x $python ]] || python=python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+
+cat >"$tmp/p.txt" <<'P'
+ranks 2
+microbatches 4
+stages_per_rank 2
+placement v
+backward split
+message 0.1
+input_grad_frees 0.0
+memory_limit 3.0
+F 1.3 1.0 1.0 1.6
+I 1.3 1.0 1.0 1.6
+W 0.65 0.5 0.5 0.8
+activation 1.0 1.0 1.0 1.0
+parameters 0.0 0.0 0.0 0.0
+P
+cat >"$tmp/costs.json" <<'C'
+{"F": [1.3, 1.0, 1.0, 1.6], "I": [1.3, 1.0, 1.0, 1.6], "W": [0.65, 0.5, 0.5, 0.8],
+ "activation": [1, 1, 1, 1], "p2p_latency": 0.1}
+C
+out=$("$exact" "$tmp/p.txt" --target 1000 --order "$tmp/order.csv") || fail "exact_search failed"
+echo "$out"
+status=$("$python" -c 'import json,sys; print(json.loads(sys.argv[1])["status"])' "$out")
+best=$("$python" -c 'import json,sys; print(json.loads(sys.argv[1])["makespan"])' "$out")
+[[ $status == optimal ]] || fail "status $status, expected optimal"
+"$ppsched" validate "$tmp/order.csv" >/dev/null || fail "its order does not validate"
+sim=$("$ppsched" simulate --csv "$tmp/order.csv" --costs "$tmp/costs.json" --memory-limit 3 \
+  --format json) || fail "its order does not simulate within the memory limit"
+"$python" - "$sim" "$best" <<'PY' || fail "simulate disagrees with exact_search's makespan"
+import json, sys
+ms = json.loads(sys.argv[1])["makespan"]
+assert abs(ms - float(sys.argv[2])) <= 1e-9 * ms, (ms, sys.argv[2])
+PY
+# A target at the optimum: nothing faster exists.
+out=$("$exact" "$tmp/p.txt" --target "$best") || fail "exact_search failed at the optimum"
+[[ $out == *'"status": "optimal", "makespan": null'* ]] || fail "found an order below its optimum: $out"
+# Bad input: a clear error, exit 2.
+printf 'ranks 2\nmicrobatches 2\nF 1 1\n' >"$tmp/bad.txt"
+"$exact" "$tmp/bad.txt" 2>"$tmp/err" && fail "accepted a problem without I, W, activation"
+grep -q 'exact_search:' "$tmp/err" || fail "no error message: $(cat "$tmp/err")"
+
+"$python" "$here/optimality.py" "$ppsched" --exact "$exact" --no-ilp --ranks 2 \
+  --costs skew,w05 --latency 0.1 --exact-time-limit 60 --output "$tmp/slice.md" 2>"$tmp/log" \
+  || fail "optimality.py --exact failed: $(tail -5 "$tmp/log")"
+cat "$tmp/slice.md" | tail -4
+grep -q '^proven optima: 36 of 36' "$tmp/slice.md" || fail "not every optimum proven"
+grep -q 'above 1% 0;' "$tmp/slice.md" || fail "tune more than 1% above an optimum"
+grep -q CONTRADICTION "$tmp/slice.md" && fail "a contradiction"
+exit $failed
