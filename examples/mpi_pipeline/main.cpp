@@ -4,7 +4,8 @@
 //   mpirun -np 2P mpi_pipeline --schedule NAME|all [--config M[,V]]... [options]
 //   mpirun -np 2P mpi_pipeline --csv FILE... [options]
 //
-// The 2P processes form P pipeline ranks x 2 data-parallel replicas. For every configuration
+// The 2P processes form P pipeline ranks x 2 data-parallel replicas (`--replicas 1`: P
+// processes, one replica; what measured runs use, see trace_writer.hpp). For every configuration
 // and lowering variant each process generates (or reads) the compute order, lowers it,
 // validates it (an order that can deadlock never runs), executes its own row with
 // `ppsched::execute` and MPI handlers (mpi_handlers.hpp), and compares its results with the
@@ -27,6 +28,7 @@
 //   --exit W:STEP     world rank W dies (exits without MPI_Finalize) at step STEP
 //   --accumulate reverse  sum each stage's microbatch gradients last to first (to show that
 //                     the bitwise comparison notices a different summation order)
+//   --replicas R      data-parallel replicas, 1 or 2 (default 2): R x P processes
 //   --stage-cost-us L, --iterations N, --trace DIR: measured runs for `ppsched calibrate`
 //                     (see trace_writer.hpp)
 //   --fault SPEC      exit-rank=R,at=K or silent-rank=R[,at=K] (fault_injection.hpp): then
@@ -56,6 +58,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -76,6 +79,7 @@ struct options {
     int iterations = 1;    // --iterations
     std::string trace_dir; // --trace
     fault_spec fault;      // --fault
+    int replicas = 2;      // --replicas
 };
 
 /// With `--fault`, each process that meets an execution error reports it and exits (status 4)
@@ -118,7 +122,7 @@ std::pair<int, int> rank_and_step(const std::string& text, const std::string& wh
 
 constexpr const char* usage_text =
     R"(usage: mpirun -n 2P mpi_pipeline (--schedule NAME [--config M[,V]]... | --csv FILE...)
-  2P processes = P pipeline ranks x 2 data-parallel replicas.
+  2P processes = P pipeline ranks x 2 data-parallel replicas (P processes with --replicas 1).
   --schedule NAME       a schedule of ppsched's registry (C++ or PyTorch name), or all
   --config M[,V]        microbatches and stages per rank (repeatable; default 2P, 3P and 4P
                         with the schedule's V; with `all`, those each schedule supports)
@@ -133,6 +137,7 @@ constexpr const char* usage_text =
   --accumulate reverse  sum microbatch gradients last to first (the check must notice)
   --stage-cost-us LIST  per-stage F cost in microseconds of arithmetic (I = F, W = F/2)
   --iterations N        run each order N times
+  --replicas R          data-parallel replicas, 1 or 2 (default 2); R x P processes
   --trace DIR           write each pipeline rank's actions to DIR/rank<R>.json (one run only)
   --fault SPEC          exit-rank=R,at=K | silent-rank=R[,at=K]: every survivor reports its
                         execution error and exits with status 4
@@ -179,6 +184,9 @@ options parse(int argc, char** argv) {
         } else if (arg == "--iterations") {
             o.iterations = to_int(value(), arg);
             if (o.iterations < 1) usage_error("--iterations must be >= 1");
+        } else if (arg == "--replicas") {
+            o.replicas = to_int(value(), arg);
+            if (o.replicas != 1 && o.replicas != 2) usage_error("--replicas takes 1 or 2");
         } else if (arg == "--trace") {
             o.trace_dir = value();
         } else if (arg == "--fault") {
@@ -197,6 +205,8 @@ options parse(int argc, char** argv) {
             usage_error("unknown variant '" + v + "'");
     if (o.mutate != "" && o.mutate != "drop-send" && o.mutate != "deadlock")
         usage_error("--mutate takes drop-send or deadlock");
+    if (o.fault && o.replicas != 2)
+        usage_error("--fault needs 2 replicas (it names a process's twin in the other one)");
     return o;
 }
 
@@ -275,7 +285,7 @@ std::vector<int> entry_stages(const ppsched::order& compute) {
 
 /// The same arithmetic as the distributed run, in one process: per replica and microbatch a
 /// forward through the stages, the loss, then the input and weight backwards in reverse.
-reference_result reference(const ppsched::order& compute) {
+reference_result reference(const ppsched::order& compute, int replicas) {
     const ppsched::config& cfg = compute.cfg();
     const auto stages = static_cast<std::size_t>(cfg.num_stages());
     const auto mbs = static_cast<std::size_t>(cfg.microbatches);
@@ -284,8 +294,8 @@ reference_result reference(const ppsched::order& compute) {
     for (std::size_t s = 0; s < stages; ++s) params[s] = initial_parameters(static_cast<int>(s));
 
     reference_result out;
-    std::vector<std::vector<std::vector<double>>> per_replica(2);
-    for (int replica = 0; replica < 2; ++replica) {
+    std::vector<std::vector<std::vector<double>>> per_replica(static_cast<std::size_t>(replicas));
+    for (int replica = 0; replica < replicas; ++replica) {
         std::vector<std::vector<std::optional<std::vector<double>>>> contributions(
             stages, std::vector<std::optional<std::vector<double>>>(mbs));
         std::vector<double> losses(mbs);
@@ -314,10 +324,13 @@ reference_result reference(const ppsched::order& compute) {
     for (std::size_t s = 0; s < stages; ++s) {
         std::vector<double> g(static_cast<std::size_t>(stage_params));
         for (std::size_t k = 0; k < g.size(); ++k)
-            g[k] = average_of_two(per_replica[0][s][k], per_replica[1][s][k]);
+            g[k] = replicas == 1 ? per_replica[0][s][k]
+                                 : average_of_two(per_replica[0][s][k], per_replica[1][s][k]);
         out.gradients.push_back(std::move(g));
     }
-    out.loss = average_of_two(replica_loss(out.losses[0]), replica_loss(out.losses[1]));
+    out.loss = replicas == 1
+                   ? replica_loss(out.losses[0])
+                   : average_of_two(replica_loss(out.losses[0]), replica_loss(out.losses[1]));
     return out;
 }
 
@@ -384,7 +397,7 @@ run_outcome run(const job& j, const options& opt, const process_grid& world_grid
         }
     }
 
-    const reference_result ref = reference(j.compute);
+    const reference_result ref = reference(j.compute, world_grid.replica_count);
     // Fresh communicators per run, so no message of one run can match a receive of the next.
     process_grid grid = world_grid;
     check_mpi(MPI_Comm_dup(world_grid.pipeline, &grid.pipeline), "MPI_Comm_dup");
@@ -436,22 +449,24 @@ run_outcome run(const job& j, const options& opt, const process_grid& world_grid
             mismatch("stage " + std::to_string(st.stage) + " is still unsharded at the end");
         const auto& want = ref.gradients[static_cast<std::size_t>(st.stage)];
         for (std::size_t k = 0; k < want.size(); ++k)
-            if (!same_bits(average_from_sum(st.reduce_out[k]), want[k])) {
+            if (!same_bits(average_from_sum(st.reduce_out[k], grid.replica_count), want[k])) {
                 char text[160];
                 std::snprintf(text, sizeof text, "stage %d gradient %zu: %.17g != reference %.17g",
-                              st.stage, k, average_from_sum(st.reduce_out[k]), want[k]);
+                              st.stage, k, average_from_sum(st.reduce_out[k], grid.replica_count),
+                              want[k]);
                 mismatch(text);
                 break;
             }
     }
     const auto mbs = static_cast<std::size_t>(cfg.microbatches);
-    std::vector<double> losses(2 * mbs, 0.0);
+    const auto replicas = static_cast<std::size_t>(grid.replica_count);
+    std::vector<double> losses(replicas * mbs, 0.0);
     for (std::size_t mb = 0; mb < mbs; ++mb)
         if (handlers.losses()[mb])
             losses[static_cast<std::size_t>(grid.replica) * mbs + mb] = *handlers.losses()[mb];
     all_sum(losses, MPI_COMM_WORLD, opt.settings, "gathering the losses");
-    std::vector<std::vector<double>> by_replica(2);
-    for (std::size_t r = 0; r < 2; ++r) {
+    std::vector<std::vector<double>> by_replica(replicas);
+    for (std::size_t r = 0; r < replicas; ++r) {
         by_replica[r].assign(losses.begin() + static_cast<std::ptrdiff_t>(r * mbs),
                              losses.begin() + static_cast<std::ptrdiff_t>((r + 1) * mbs));
         for (std::size_t mb = 0; mb < mbs; ++mb)
@@ -459,7 +474,9 @@ run_outcome run(const job& j, const options& opt, const process_grid& world_grid
                 mismatch("loss of replica " + std::to_string(r) + " microbatch " +
                          std::to_string(mb) + " differs");
     }
-    const double loss = average_of_two(replica_loss(by_replica[0]), replica_loss(by_replica[1]));
+    const double loss =
+        replicas == 1 ? replica_loss(by_replica[0])
+                      : average_of_two(replica_loss(by_replica[0]), replica_loss(by_replica[1]));
     if (!same_bits(loss, ref.loss)) mismatch("the iteration's loss differs");
 
     std::vector<double> totals{mismatches, ms, static_cast<double>(stats.actions),
@@ -478,13 +495,14 @@ run_outcome run(const job& j, const options& opt, const process_grid& world_grid
                   "%.0f actions, %.0f local hand-overs over %d processes; rank 0 ran in %.2f ms",
                   out.passed ? "ok  " : "FAIL", title.c_str(), loss, out.passed ? "==" : "vs",
                   cfg.num_stages(), stage_params, out.passed ? "bitwise equal" : "DIFFER",
-                  totals[2], totals[3], 2 * cfg.ranks, ms);
+                  totals[2], totals[3], grid.replica_count * cfg.ranks, ms);
     out.line = text;
     return out;
 }
 
 /// The orders to run: a schedule at the given configurations, or CSV files.
 std::vector<job> jobs_of(const options& opt, int pipeline_ranks, bool grid_rank0) {
+    const std::string per_rank = opt.replicas == 1 ? "that many" : "2 x that many";
     std::vector<ppsched::order> orders;
     std::vector<std::string> names;
     const auto& reg = ppsched::builtin_schedules();
@@ -525,8 +543,8 @@ std::vector<job> jobs_of(const options& opt, int pipeline_ranks, bool grid_rank0
     for (const auto& file : opt.csv_files) {
         ppsched::order o = ppsched::io::read_csv_file(file);
         if (o.cfg().ranks != pipeline_ranks)
-            usage_error(file + " has " + std::to_string(o.cfg().ranks) +
-                        " ranks; run it with 2 x that many processes");
+            usage_error(file + " has " + std::to_string(o.cfg().ranks) + " ranks; run it with " +
+                        per_rank + " processes");
         names.push_back(std::filesystem::path(file).filename().string() + " (" +
                         std::string(ppsched::to_string_view(o.cfg().placement)) + ")");
         orders.push_back(std::move(o));
@@ -546,8 +564,10 @@ int main_body(int argc, char** argv, process_grid& grid, int world_size) {
         opt.work.calibrate_loop();
         opt.settings.work = &opt.work;
     }
-    if (world_size % 2 != 0) usage_error("run with an even number of processes (2 replicas)");
-    const int pipeline_ranks = world_size / 2;
+    if (world_size % opt.replicas != 0)
+        usage_error("run with an even number of processes (2 replicas)");
+    const int pipeline_ranks = world_size / opt.replicas;
+    grid.replica_count = opt.replicas;
     if (!opt.schedule.empty() && opt.schedule != "all" &&
         ppsched::builtin_schedules().find(opt.schedule) == nullptr) {
         if (grid.world_rank == 0)
@@ -561,7 +581,9 @@ int main_body(int argc, char** argv, process_grid& grid, int world_size) {
               "MPI_Comm_split");
     check_mpi(MPI_Comm_split(MPI_COMM_WORLD, grid.pipeline_rank, grid.replica, &grid.replicas),
               "MPI_Comm_split");
-    if (opt.work.enabled() && grid.replica == 1) poll_sleep_us = 2000; // see poll_sleep_us
+    if (opt.work.enabled()) // see poll_sleep_us
+        measured_waits(grid.replica == 0,
+                       static_cast<unsigned>(world_size) > std::thread::hardware_concurrency());
 
     const auto t0 = std::chrono::steady_clock::now();
     int passed = 0, failed = 0;
@@ -575,8 +597,9 @@ int main_body(int argc, char** argv, process_grid& grid, int world_size) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (grid.world_rank == 0)
         std::printf("mpi_pipeline: %d runs passed, %d failed (%d processes = %d pipeline ranks x "
-                    "2 replicas, %.2f s)\n",
-                    passed, failed, world_size, pipeline_ranks, seconds);
+                    "%d replica%s, %.2f s)\n",
+                    passed, failed, world_size, pipeline_ranks, opt.replicas,
+                    opt.replicas == 1 ? "" : "s", seconds);
     MPI_Comm_free(&grid.pipeline);
     MPI_Comm_free(&grid.replicas);
     return failed == 0 ? 0 : 1;

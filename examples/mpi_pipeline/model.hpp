@@ -181,6 +181,10 @@ inline double replica_loss(const std::vector<double>& losses) {
 
 /// The data-parallel average from the all-reduced sum of the two replicas.
 inline double average_from_sum(double sum) { return sum * 0.5; }
+/// The same for `replicas` (1 or 2) replicas: one replica's sum is its own value.
+inline double average_from_sum(double sum, int replicas) {
+    return replicas == 1 ? sum : average_from_sum(sum);
+}
 /// The average of two replicas' values, as the all-reduce and `average_from_sum` compute it
 /// (a + b is exact-commutative, so the reduction's operand order does not matter).
 inline double average_of_two(double a, double b) { return average_from_sum(a + b); }

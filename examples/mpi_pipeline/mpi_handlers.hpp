@@ -1,11 +1,11 @@
 #pragma once
 // The worked case of docs/executor.md: ppsched's executor driven by MPI. One MPI process is one
-// pipeline rank of one data-parallel replica (two replicas). The handlers below own the model
-// (its parameters, saved activations and gradients) and every buffer MPI reads or writes; the
-// executor only sequences them and hands values between them.
+// pipeline rank of one data-parallel replica (two replicas, or one with `--replicas 1`). The
+// handlers below own the model (its parameters, saved activations and gradients) and every
+// buffer MPI reads or writes; the executor only sequences them and hands values between them.
 //   - SEND/RECV: MPI_Isend/MPI_Irecv on the replica's pipeline communicator; the tag encodes
 //     (consuming stage, microbatch, direction), so no two messages in flight share one.
-//   - UNSHARD: MPI_Iallgather of the two replicas' parameter shards; RESHARD frees the result.
+//   - UNSHARD: MPI_Iallgather of the replicas' parameter shards; RESHARD frees the result.
 //   - REDUCE_GRAD: MPI_Iallreduce (sum) of the stage's weight gradients over the replicas.
 //   - wait(): MPI_Test polling until a deadline, with MPI_ERRORS_RETURN on the communicators,
 //     so a dead peer is a failure and a silent one a timeout, never a hang.
@@ -18,6 +18,10 @@
 
 #include "model.hpp"
 #include "trace_writer.hpp"
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include <chrono>
 #include <cstdio>
@@ -49,6 +53,7 @@ struct process_grid {
     int world_rank = 0;
     int pipeline_rank = 0;             ///< rank in `pipeline` (the executor's rank)
     int replica = 0;                   ///< rank in `replicas` (data-parallel index, 0 or 1)
+    int replica_count = 2;             ///< data-parallel replicas (1 or 2)
     MPI_Comm pipeline = MPI_COMM_NULL; ///< the ranks of this replica's pipeline
     MPI_Comm replicas = MPI_COMM_NULL; ///< this pipeline rank in both replicas
 };
@@ -62,10 +67,29 @@ inline std::string mpi_error_text(int code) {
     return std::string(text, static_cast<std::size_t>(length));
 }
 
-/// How long `poll` sleeps between tests once a wait is long. Measured runs raise it on the
-/// processes whose timing is not recorded (replica 1), whose frequent wake-ups would otherwise
-/// take the core from the ranks being measured.
+/// How long `poll` sleeps between tests once a wait is long. Measured runs (`measured_waits`)
+/// raise it on the processes whose timing is not recorded (replica 1), whose frequent wake-ups
+/// would otherwise take the core from the ranks being measured, and lower it on the measured ones.
 inline int poll_sleep_us = 50;
+
+/// Measured runs (trace_writer.hpp): processes whose timing is not recorded (replica 1) wake
+/// every 2 ms. A measured process (replica 0) with a core of its own (`oversubscribed` false)
+/// notices a message within about 10 us instead of 50-120 us (a 50 us sleep plus the kernel's
+/// default 50 us timer slack): a delay that varies from message to message is not the constant
+/// message time the simulator replays, and the idle core has nothing better to do. When
+/// processes share cores, such frequent wake-ups would preempt the computing neighbour, so the
+/// usual 50 us stays.
+inline void measured_waits(bool measured, bool oversubscribed) {
+    if (!measured) {
+        poll_sleep_us = 2000;
+        return;
+    }
+    if (oversubscribed) return;
+    poll_sleep_us = 10;
+#ifdef __linux__
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); // 1 ns: a sleep ends when asked
+#endif
+}
 
 /// Polls `request` with MPI_Test until it completes, MPI reports an error, or `timeout_seconds`
 /// pass. Never blocks inside MPI, so a peer that died or hangs cannot hang this process.
@@ -190,10 +214,10 @@ class mpi_handlers {
                 st.full = std::move(p);
                 continue;
             }
-            const auto half = p.size() / 2;
+            const auto part = p.size() / static_cast<std::size_t>(grid.replica_count);
             const auto begin = p.begin() + static_cast<std::ptrdiff_t>(
-                                               half * static_cast<std::size_t>(grid.replica));
-            st.shard.assign(begin, begin + static_cast<std::ptrdiff_t>(half));
+                                               part * static_cast<std::size_t>(grid.replica));
+            st.shard.assign(begin, begin + static_cast<std::ptrdiff_t>(part));
         }
         losses_.assign(static_cast<std::size_t>(cfg.microbatches), std::nullopt);
     }
@@ -249,8 +273,8 @@ class mpi_handlers {
         mpi_handle h(where(c) + "MPI_Iallgather of stage " + std::to_string(st.stage) +
                          "'s parameter shards",
                      settings_.timeout_seconds);
-        const int half = stage_params / 2;
-        check_mpi(MPI_Iallgather(st.shard.data(), half, MPI_DOUBLE, st.full.data(), half,
+        const int part = stage_params / grid_.replica_count;
+        check_mpi(MPI_Iallgather(st.shard.data(), part, MPI_DOUBLE, st.full.data(), part,
                                  MPI_DOUBLE, grid_.replicas, h.request()),
                   "MPI_Iallgather");
         return h;

@@ -6,8 +6,9 @@
 //                         repeats); I costs the same as F, W half of it (so B = 1.5 F)
 //   --iterations N        run each order N times (one iteration each)
 //   --trace DIR           write DIR/rank<R>.json per pipeline rank and DIR/configured_costs.json
-// The extra work runs on replica 0 only: replica 1 keeps the data-parallel collectives going but
-// mostly sleeps in its waits, so P pipeline ranks need about P cores.
+// The extra work runs on replica 0 only: replica 1 (when there is one) keeps the data-parallel
+// collectives going but mostly sleeps in its waits, so P pipeline ranks need about P cores.
+// scripts/calibration_loop.sh runs `--replicas 1`: one process per pipeline rank, nothing else.
 
 #include <ppsched/cost_model.hpp>
 #include <ppsched/execute.hpp>
