@@ -11,6 +11,10 @@
 # usage: scripts/calibration_loop.sh [BUILD_DIR (default build/release)] [OUT_DIR]
 #   RANKS="2 4" SCHEDULES="1F1B Interleaved1F1B ZB-H1 ZBVZeroBubble" MICROBATCHES=8
 #   ITERATIONS=20 JOBS=1 (build parallelism when the tools are missing)
+#   PRIORITY=rt: run each mpirun under `chrt -f 10` (SCHED_FIFO; root or CAP_SYS_NICE): the
+#   ranks then keep their cores against every other job of a shared machine. A diagnostic,
+#   reported as such (the `scheduling` column); the measurement proper runs at normal priority
+#   on a quiet machine.
 # One process per pipeline rank (`--replicas 1`: no data-parallel twin whose waits would share
 # the cores). While there are at least as many cores as ranks, each process is bound to a core
 # of its own (no migrations; a waiting rank keeps its core and notices a message within ~10 us,
@@ -25,6 +29,12 @@ schedules=${SCHEDULES:-"1F1B Interleaved1F1B ZB-H1 ZBVZeroBubble"}
 mb=${MICROBATCHES:-8}
 iterations=${ITERATIONS:-20}
 cores=$(nproc)
+prio=()
+scheduling=normal
+if [[ ${PRIORITY:-} == rt ]]; then
+  prio=(chrt -f 10)
+  scheduling=SCHED_FIFO
+fi
 py=/usr/bin/python3
 ppsched=$build/tools/ppsched
 example=$build/examples/mpi_pipeline/ppsched_mpi_pipeline
@@ -37,8 +47,8 @@ flags=(--oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_
 costs=$(seq -s, 1000 250 2750) # 8 stages; the example repeats the last for more
 mkdir -p "$out"
 results=$out/results.md
-echo "| schedule | ranks | processes | stages | cost error max | cost error mean | measured step (ms) | predicted (ms) | step error | predicted with means (ms) | load before / after |" >"$results"
-echo "|---|---|---|---|---|---|---|---|---|---|---|" >>"$results"
+echo "| schedule | ranks | processes | stages | cost error max | cost error mean | measured step (ms) | predicted (ms) | step error | predicted with means (ms) | scheduling | load before / after |" >"$results"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|" >>"$results"
 for ranks in $ranks_list; do
   if ((ranks <= cores)); then
     bind=(--map-by core --bind-to core)
@@ -51,7 +61,7 @@ for ranks in $ranks_list; do
     mkdir -p "$dir"
     echo "== $s, $ranks pipeline ranks ($ranks processes, ${bind[*]})"
     load_before=$(cut -d' ' -f1 /proc/loadavg)
-    if ! timeout 600 mpirun "${flags[@]}" "${bind[@]}" -np "$ranks" "$example" --replicas 1 \
+    if ! timeout 600 "${prio[@]}" mpirun "${flags[@]}" "${bind[@]}" -np "$ranks" "$example" --replicas 1 \
         --schedule "$s" --config "$mb" --variants ddp --stage-cost-us "$costs" \
         --iterations "$iterations" --trace "$dir" >"$dir/run.txt" 2>&1; then
       echo "   the run failed:"; tail -n 5 "$dir/run.txt"; continue
@@ -59,9 +69,9 @@ for ranks in $ranks_list; do
     "$ppsched" calibrate "$dir"/rank*.json --output "$dir/fitted.json" \
       --order "$dir/order.csv" --picture "$dir/overlay.svg" >"$dir/report.txt" || {
       echo "   calibrate failed"; continue; }
-    "$py" - "$dir" "$s" "$ranks" "$load_before" >>"$results" <<'EOF'
+    "$py" - "$dir" "$s" "$ranks" "$load_before" "$scheduling" >>"$results" <<'EOF'
 import json, re, sys
-d, name, ranks, load_before = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+d, name, ranks, load_before, scheduling = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 conf = json.load(open(d + "/configured_costs.json"))["stages"]
 fit = json.load(open(d + "/fitted.json"))["stages"]
 errors = []
@@ -78,7 +88,7 @@ mean = re.search(r"mean instead of its median .*: predicted ([0-9.e+-]+)", repor
 load = open("/proc/loadavg").read().split()[0]
 print(f"| {name} | {ranks} | {ranks} | {len(fit)} | {100 * max(errors):.1f} % | "
       f"{100 * sum(errors) / len(errors):.1f} % | {measured:.1f} | {predicted:.1f} | {err:+.1f} % | "
-      f"{float(mean.group(1)) if mean else float('nan'):.1f} | {load_before} / {load} |")
+      f"{float(mean.group(1)) if mean else float('nan'):.1f} | {scheduling} | {load_before} / {load} |")
 EOF
     tail -n 1 "$results"
   done
