@@ -2,7 +2,8 @@
 // reach its answer on the reference problems (small ones, p = 8 x m = 32 x v = 2, and
 // p = 32 x m = 128). The tune benchmarks run once each (a search is seconds long) and report
 // what matters as counters: seconds to the final answer, gap to the bound, orders timed per
-// second. See docs/tuning.md and docs/performance.md.
+// second, and the exact phase's nodes (and whether it finished). See docs/tuning.md and
+// docs/performance.md.
 
 #include <ppsched/tune/tune.hpp>
 
@@ -51,6 +52,10 @@ void run_tune(benchmark::State& state, const tune_problem& prob, double time_lim
     state.counters["best_builtin"] = r.best_builtin_makespan;
     state.counters["orders"] = static_cast<double>(r.evaluations);
     state.counters["orders/s"] = r.elapsed > 0 ? static_cast<double>(r.evaluations) / r.elapsed : 0;
+    // The exact phase: partial orders visited, and whether it proved the answer optimal.
+    state.counters["exact_nodes"] = static_cast<double>(r.exact_nodes);
+    state.counters["exact_complete"] = r.bound.exact_complete ? 1 : 0;
+    state.counters["elapsed_s"] = r.elapsed;
 }
 
 // The inner loop alone: one timing of a greedy order of about `actions` compute actions.

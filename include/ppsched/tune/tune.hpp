@@ -352,7 +352,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         exact_limits limits;
         limits.max_nodes = exact_nodes;
         limits.deadline = spend.deadline;
-        const exact_outcome found = exact.run(best.makespan, limits);
+        const exact_outcome found = exact.run(best.makespan, limits, result.bound.value);
         result.exact_nodes = found.nodes;
         if (found.improved) {
             const evaluation e = ev.run(found.seq);
@@ -364,7 +364,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         }
         proven = found.complete;
         exact_cut = !found.complete;
-        result.bound.search = found.root_bound;
+        result.bound.search = found.lower;
         if (std::chrono::steady_clock::now() >= spend.deadline) spend.out_of_time = true;
     }
 

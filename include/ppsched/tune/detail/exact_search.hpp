@@ -48,6 +48,7 @@ struct exact_outcome {
     std::chrono::steady_clock::time_point found_at{}; ///< when `seq` was found
     sequences seq;                                    ///< the faster order
     double root_bound = 0;   ///< the bound at the root (heads delayed by memory included)
+    double lower = 0;        ///< the lower bound proven (>= root_bound; the optimum if complete)
     std::uint64_t nodes = 0; ///< partial orders visited
 };
 
@@ -55,41 +56,49 @@ struct exact_outcome {
 struct exact_limits {
     std::uint64_t max_nodes = 0; ///< partial orders to visit at most (0: none)
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-    std::size_t memo_doubles = std::size_t{1} << 23; ///< memo size (8 bytes each)
+    std::size_t memo_bytes = std::size_t{64} << 20; ///< memo size, about (keys, times, nodes)
 };
 
 class exact_search {
   public:
     explicit exact_search(const model& m) : m_(m) { build(); }
 
-    /// Searches for an order faster than `incumbent` (the best makespan known).
-    [[nodiscard]] exact_outcome run(double incumbent, const exact_limits& limits) {
+    /// Searches for an order faster than `incumbent` (the best makespan known); `lower` is a
+    /// lower bound known already.
+    ///
+    /// Probes first: a search with a target just above the lower bound (where the bound is
+    /// tight, the strong pruning finds an optimal order fast; when it finishes empty, the
+    /// bound rises to the target), then one halfway, each with a quarter of the budget; then
+    /// the incumbent's target with the rest. A probe that finishes proves its target a lower
+    /// bound; one that finds an order lowers the incumbent.
+    [[nodiscard]] exact_outcome run(double incumbent, const exact_limits& limits,
+                                    double lower = 0) {
         limits_ = limits;
         out_ = exact_outcome{};
         target_ = incumbent * (1 - 1e-12);
         reset();
-        out_.root_bound = bound();
-        if (out_.root_bound >= target_) {
-            out_.root_bound = std::min(out_.root_bound, incumbent);
-            out_.complete = true;
-            return out_;
+        out_.root_bound = std::min(bound(), incumbent);
+        double lo = std::max(out_.root_bound, lower), hi = incumbent;
+        auto settled = [&] { return lo >= hi * (1 - 1e-12); };
+        const std::uint64_t quarter =
+            limits.max_nodes != 0 ? std::max<std::uint64_t>(limits.max_nodes / 4, 1) : 100'000;
+        // One probe: a finished one proves its (final) target a lower bound.
+        auto run_probe = [&](double target, std::uint64_t nodes) {
+            const bool had = out_.improved;
+            const double before = out_.best;
+            const bool finished = probe(target, nodes);
+            const bool found = out_.improved && (!had || out_.best < before);
+            if (found) hi = std::min(hi, out_.best);
+            if (finished) lo = std::max(lo, (found ? out_.best : target) * (1 - 1e-12));
+        };
+        for (double share : {0.0, 0.5}) {
+            if (settled() || stopped_) break;
+            const double target = share == 0 ? lo * (1 + 1e-9) : lo + share * (hi - lo);
+            if (target < hi * (1 - 1e-12)) run_probe(target, quarter);
         }
-        // Restarts: depth-first search is heavy-tailed, so short rounds with the children's
-        // order shuffled a little find faster orders sooner; every node a round explored to
-        // the end stays in the memo (its verdict holds for any lower target), and the last
-        // round runs to the budget, so the search stays complete.
-        std::uint64_t round_nodes = 1000;
-        for (round_ = 0; !stopped_; ++round_) {
-            round_limit_ = round_nodes <= (std::uint64_t{1} << 40) ? out_.nodes + round_nodes
-                                                                   : ~std::uint64_t{0};
-            if (round_ >= 12) round_limit_ = ~std::uint64_t{0};
-            round_cut_ = false;
-            noise_ = round_ * 0x9E3779B97F4A7C15ULL + 1;
-            search(n_);
-            if (!round_cut_) break; // finished: complete unless the budget stopped it
-            round_nodes *= 2;
-        }
-        out_.complete = !stopped_;
+        if (!settled() && !stopped_) run_probe(hi, ~std::uint64_t{0});
+        out_.lower = std::min(lo, hi);
+        out_.complete = settled();
         return out_;
     }
 
@@ -137,6 +146,35 @@ class exact_search {
     }
     [[nodiscard]] const stage_info& info(int s) const {
         return m_.stage[static_cast<std::size_t>(s)];
+    }
+
+    /// One search for an order faster than `target`, with at most `max_nodes` more nodes (and
+    /// the overall limits). True when it finished: no order (other than the one it found) is
+    /// faster than its final target.
+    bool probe(double target, std::uint64_t max_nodes) {
+        target_ = target * (1 - 1e-12);
+        reset();
+        const std::uint64_t stop_at =
+            out_.nodes + max_nodes < out_.nodes ? ~std::uint64_t{0} : out_.nodes + max_nodes;
+        // Restarts: depth-first search is heavy-tailed, so short rounds with the children's
+        // order shuffled a little find faster orders sooner; every node a round explored to
+        // the end stays in the memo (its verdict holds for any lower target), and the last
+        // round runs to the budget, so the search stays complete.
+        std::uint64_t round_nodes = 1000;
+        bool cut = false;
+        for (round_ = 0; !stopped_; ++round_) {
+            round_limit_ = round_ >= 12 ? stop_at : std::min(stop_at, out_.nodes + round_nodes);
+            round_cut_ = false;
+            noise_ = round_ * 0x9E3779B97F4A7C15ULL + 1;
+            search(n_);
+            if (!round_cut_) break; // finished (unless the overall limits stopped it)
+            if (out_.nodes >= stop_at) {
+                cut = true;
+                break;
+            }
+            round_nodes *= 2;
+        }
+        return !stopped_ && !cut;
     }
 
     void build() {
@@ -381,10 +419,12 @@ class exact_search {
     }
 
     void remember(const std::string& key, const std::vector<double>& times) {
-        if (memo_used_ + times.size() > limits_.memo_doubles) return;
+        // A new key costs its bytes and a hash node (about 96 bytes); times 8 bytes each.
+        const std::size_t cost = times.size() * sizeof(double) + key.size() + 96;
+        if (memo_used_ + cost > limits_.memo_bytes) return;
         auto& v = memo_[key];
         v.insert(v.end(), times.begin(), times.end());
-        memo_used_ += times.size();
+        memo_used_ += cost;
     }
 
     [[nodiscard]] bool out_of_budget() {
