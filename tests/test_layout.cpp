@@ -98,6 +98,20 @@ TEST_CASE("Megatron layout strings round-trip: parse, write, parse", "[layout]")
     }
 }
 
+TEST_CASE("a layout with a run above 100000 layers writes back to text that reads", "[layout]") {
+    // Found by fuzz_layout: the writer compressed a stage of 101000 decoder layers into
+    // "t*101000", which the reader refused (its repeat counts stopped at 100000).
+    const std::string text = "(t*1010)*100,(L(tt|)*92E)*1049";
+    const stage_layout once = parse_megatron_layout(text);
+    REQUIRE(once.front().size() > 100000);
+    const std::string written = write_megatron_layout(once);
+    INFO(written.substr(0, 80));
+    CHECK(parse_megatron_layout(written) == once);
+    // An empty group repeated is empty, whatever the count; counts stay bounded.
+    CHECK(parse_megatron_layout("E|()*9999999t|L") == stage_layout{{E}, {t}, {L}});
+    CHECK(error_of("Et*99999999|L").find("a repeat count above 10^7") != std::string::npos);
+}
+
 TEST_CASE("the layout writer uses the docs' compact form", "[layout]") {
     // Megatron's documented string for DeepSeek-V3 on PP16 x VPP2 is already in this form.
     CHECK(write_megatron_layout(parse_megatron_layout("Et*3|(tt|)*29,m|L")) == "Et*3|(tt|)*29,m|L");

@@ -78,13 +78,17 @@ class layout_parser {
                 long long n = 0;
                 while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') {
                     n = n * 10 + (s_[pos_] - '0');
-                    if (n > 100000) fail("a repeat count above 100000");
+                    // As long as the whole layout may be: the writer compresses a run of
+                    // layers into one count, and what it writes must read back.
+                    if (n > 10'000'000) fail("a repeat count above 10^7");
                     ++pos_;
                 }
                 if (pos_ == digits) fail("expected a repeat count after '*'");
                 if (static_cast<double>(item.size()) * static_cast<double>(n) > 1e7)
                     fail("a layout longer than 10^7 symbols");
+                if (item.empty()) continue; // an empty group repeated is empty (and quick)
                 std::string rep;
+                rep.reserve(item.size() * static_cast<std::size_t>(n));
                 for (long long k = 0; k < n; ++k) rep += item;
                 item = std::move(rep);
             }
