@@ -80,12 +80,12 @@ class layout_parser {
                     n = n * 10 + (s_[pos_] - '0');
                     // As long as the whole layout may be: the writer compresses a run of
                     // layers into one count, and what it writes must read back.
-                    if (n > 10'000'000) fail("a repeat count above 10^7");
+                    if (n > 1'000'000) fail("a repeat count above 10^6");
                     ++pos_;
                 }
                 if (pos_ == digits) fail("expected a repeat count after '*'");
-                if (static_cast<double>(item.size()) * static_cast<double>(n) > 1e7)
-                    fail("a layout longer than 10^7 symbols");
+                if (static_cast<double>(item.size()) * static_cast<double>(n) > 1e6)
+                    fail("a layout longer than 10^6 symbols");
                 if (item.empty()) continue; // an empty group repeated is empty (and quick)
                 std::string rep;
                 rep.reserve(item.size() * static_cast<std::size_t>(n));
@@ -93,7 +93,7 @@ class layout_parser {
                 item = std::move(rep);
             }
             // The whole expansion is bounded too (many groups each below the limit add up).
-            if (out.size() + item.size() > 10'000'000) fail("a layout longer than 10^7 symbols");
+            if (out.size() + item.size() > 1'000'000) fail("a layout longer than 10^6 symbols");
             out += item;
         }
         return out;
