@@ -12,7 +12,7 @@
 #include "ppsched/algorithms/defer_recv.hpp"
 #include "ppsched/algorithms/merge_bw.hpp"
 #include "ppsched/config.hpp"
-#include "ppsched/detail/lowering.hpp"
+#include "ppsched/algorithms/detail/lowering.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/order.hpp"
 

@@ -23,7 +23,7 @@
 #include "ppsched/cost_model.hpp"
 #include "ppsched/algorithms/validate.hpp"
 #include "ppsched/transport.hpp"
-#include "ppsched/detail/action_table.hpp"
+#include "ppsched/algorithms/detail/action_table.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/order.hpp"
 

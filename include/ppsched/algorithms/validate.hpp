@@ -18,9 +18,9 @@
 #include "ppsched/action.hpp"
 #include "ppsched/io/step_table.hpp"
 #include "ppsched/config.hpp"
-#include "ppsched/detail/action_table.hpp"
-#include "ppsched/detail/dense_array.hpp"
-#include "ppsched/detail/validity_run.hpp"
+#include "ppsched/algorithms/detail/action_table.hpp"
+#include "ppsched/algorithms/detail/dense_array.hpp"
+#include "ppsched/algorithms/detail/validity_run.hpp"
 #include "ppsched/order.hpp"
 #include "ppsched/transport.hpp"
 

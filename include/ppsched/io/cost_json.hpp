@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "ppsched/cost_model.hpp"
-#include "ppsched/detail/json.hpp"
+#include "ppsched/io/detail/json.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/io/csv.hpp"
 

@@ -7,7 +7,7 @@
 /// memory over time (with a limit line), a sortable summary table, problems (a deadlock's
 /// waiting ranks, an invalid action, validation messages) drawn on the picture, and several
 /// schedules stacked on one time axis. The page needs no network: its script and style are
-/// inline (hand-written, `detail/html_report_assets.hpp`) and the data are packed as base64
+/// inline (hand-written, `io/detail/html_report_assets.hpp`) and the data are packed as base64
 /// columns. Standard library only; text out, so the caller decides where it goes.
 
 #include <algorithm>
@@ -26,7 +26,7 @@
 #include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/cost_model.hpp"
-#include "ppsched/detail/html_report_assets.hpp"
+#include "ppsched/io/detail/html_report_assets.hpp"
 #include "ppsched/io/detail/xml_text.hpp"
 
 namespace ppsched::io {

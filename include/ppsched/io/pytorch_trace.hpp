@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "ppsched/action.hpp"
-#include "ppsched/detail/json.hpp"
+#include "ppsched/io/detail/json.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/io/csv.hpp"
 

@@ -1,5 +1,5 @@
 #pragma once
-/// \file detail/action_table.hpp
+/// \file algorithms/detail/action_table.hpp
 /// Dense tables indexed by (kind plane, stage, microbatch), so that per-action bookkeeping in
 /// constexpr algorithms (validation, simulation) needs no hash map.
 

@@ -1,5 +1,5 @@
 #pragma once
-/// \file detail/lowering.hpp
+/// \file algorithms/detail/lowering.hpp
 /// Helpers shared by the lowering passes (algorithms/add_*.hpp, merge_bw.hpp, lower.hpp).
 
 #include <array>
