@@ -125,7 +125,7 @@ std::string json_report(const simulation& sim, bool timeline) {
             const auto& t = sim.timeline[i];
             out += std::string(i ? ",\n  " : "\n  ") + "{\"rank\": " + std::to_string(t.rank) +
                    ", \"action\": " + json_string(to_string(t.act)) + ", \"stream\": \"" +
-                   to_chars(t.on) + "\", \"start\": " + json_number(t.start) +
+                   std::string(to_string_view(t.on)) + "\", \"start\": " + json_number(t.start) +
                    ", \"end\": " + json_number(t.end) + "}";
         }
         out += "]";

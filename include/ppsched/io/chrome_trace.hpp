@@ -15,9 +15,10 @@
 #include <vector>
 
 #include "ppsched/action.hpp"
-#include "ppsched/algorithms/simulate.hpp"
+#include "ppsched/algorithms/detail/action_table.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/error.hpp"
+#include "ppsched/simulation.hpp"
 
 namespace ppsched::io {
 

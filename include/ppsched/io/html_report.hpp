@@ -23,11 +23,11 @@
 #include <vector>
 
 #include "ppsched/action.hpp"
-#include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/cost_model.hpp"
 #include "ppsched/io/detail/html_report_assets.hpp"
 #include "ppsched/io/detail/xml_text.hpp"
+#include "ppsched/simulation.hpp"
 
 namespace ppsched::io {
 

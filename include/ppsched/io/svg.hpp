@@ -20,10 +20,10 @@
 
 #include "ppsched/action.hpp"
 #include "ppsched/algorithms/memory_timeline.hpp"
-#include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/config.hpp"
-#include "ppsched/io/detail/xml_text.hpp"
 #include "ppsched/error.hpp"
+#include "ppsched/io/detail/xml_text.hpp"
+#include "ppsched/simulation.hpp"
 
 namespace ppsched::io {
 

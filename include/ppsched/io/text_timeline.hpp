@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "ppsched/action.hpp"
-#include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/config.hpp"
+#include "ppsched/simulation.hpp"
 
 namespace ppsched::io {
 
