@@ -40,6 +40,7 @@
 #include <ppsched/execute.hpp>
 #include <ppsched/infer_config.hpp>
 #include <ppsched/io/csv.hpp>
+#include <ppsched/io/step_table.hpp>
 #include <ppsched/registry.hpp>
 
 #include "fault_injection.hpp"

@@ -52,22 +52,6 @@ namespace detail {
     }
 }
 
-/// Plane of a compute kind in the (kind, stage, microbatch) tables: F, I, W, B.
-[[nodiscard]] constexpr int compute_plane(action_kind k) noexcept {
-    switch (k) {
-    case action_kind::forward:
-        return 0;
-    case action_kind::backward_input:
-        return 1;
-    case action_kind::backward_weight:
-        return 2;
-    case action_kind::full_backward:
-        return 3;
-    default:
-        return -1;
-    }
-}
-
 } // namespace detail
 
 /// The order with idle slots inserted so that, running every rank's actions in order and all
@@ -106,17 +90,14 @@ template <order_range R>
                     cfg.num_stages(), " x ", cfg.microbatches,
                     ") than the order has slots; check it with validate()");
     const int S = cfg.num_stages(), M = cfg.microbatches;
-    const auto cell = [S, M](int plane, int stage, int mb) {
-        return (static_cast<std::size_t>(plane) * static_cast<std::size_t>(S) +
-                static_cast<std::size_t>(stage)) *
-                   static_cast<std::size_t>(M) +
-               static_cast<std::size_t>(mb);
-    };
+    // Only the compute planes (F, I, W, B) of the (kind, stage, microbatch) table.
+    const detail::action_table_index cell{S, M};
 
     // Flatten the actions (idle dropped) and note which (kind, stage, mb) exist.
     std::vector<action> acts;
     std::vector<std::size_t> begin{0};
-    const std::size_t cells = 4 * static_cast<std::size_t>(S) * static_cast<std::size_t>(M);
+    const std::size_t cells = static_cast<std::size_t>(detail::compute_plane_count) *
+                              static_cast<std::size_t>(S) * static_cast<std::size_t>(M);
     std::vector<char> exists(cells, 0);
     for (const auto& row : rows) {
         for (const auto& s : row) {
@@ -152,22 +133,22 @@ template <order_range R>
         case action_kind::forward: {
             const int prev = cfg.previous_stage(s);
             if (prev < 0) return -1;
-            c = cell(0, prev, mb);
+            c = cell(detail::plane_f, prev, mb);
             break;
         }
         case action_kind::backward_input:
         case action_kind::full_backward: {
             const int next = cfg.next_stage(s);
             if (next < 0) {
-                c = cell(0, s, mb);
+                c = cell(detail::plane_f, s, mb);
             } else {
-                c = cell(3, next, mb);
-                if (!exists[c]) c = cell(1, next, mb);
+                c = cell(detail::plane_b, next, mb);
+                if (!exists[c]) c = cell(detail::plane_i, next, mb);
             }
             break;
         }
         case action_kind::backward_weight:
-            c = cell(1, s, mb);
+            c = cell(detail::plane_i, s, mb);
             break;
         default:
             return -1;

@@ -54,15 +54,6 @@ template <order_range R>
     return order(cfg, std::move(out));
 }
 
-/// Visits `a` itself, or both sub-actions of an OVERLAP_F_B (forward first, as PyTorch's
-/// `sub_actions`).
-template <class F>
-constexpr void for_each_part(const action& a, F&& f) {
-    std::array<action, 2> parts;
-    const int n = a.parts(parts);
-    for (int i = 0; i < n; ++i) f(parts[static_cast<std::size_t>(i)]);
-}
-
 /// Requires one row per rank: `api` names the caller in the error message.
 template <order_range R>
 constexpr void expect_row_count(const R& rows, const config& cfg, std::string_view api) {
