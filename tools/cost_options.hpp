@@ -17,6 +17,8 @@
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/cost_model.hpp>
 #include <ppsched/io/cost_json.hpp>
+#include <ppsched/io/detail/json_text.hpp>
+#include <ppsched/io/detail/number_text.hpp>
 #include <ppsched/registry.hpp>
 
 #include "cli.hpp"
@@ -169,36 +171,17 @@ inline constexpr std::string_view memory_unit_note =
 
 /// A number for people: up to 6 significant digits (`12.5`, `0.333333`).
 [[nodiscard]] inline std::string format_number(double v) {
-    std::array<char, 64> buf{};
-    const auto res =
-        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 6);
-    return {buf.data(), res.ptr};
+    return ppsched::detail::text::general_number(v);
 }
 
 /// A number for JSON: the shortest text that reads back to the same double.
 [[nodiscard]] inline std::string json_number(double v) {
-    std::array<char, 64> buf{};
-    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
-    return {buf.data(), res.ptr};
+    return ppsched::detail::text::shortest_number(v);
 }
 
 /// `s` as a JSON string literal.
 [[nodiscard]] inline std::string json_string(std::string_view s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            constexpr char hex[] = "0123456789abcdef";
-            out += "\\u00";
-            out += hex[(c >> 4) & 0xF];
-            out += hex[c & 0xF];
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
+    return ppsched::detail::text::json_string(s);
 }
 
 /// The largest value of `field` over the ranks of a simulation.

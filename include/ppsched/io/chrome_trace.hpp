@@ -18,6 +18,8 @@
 #include "ppsched/algorithms/detail/action_table.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/error.hpp"
+#include "ppsched/io/detail/json_text.hpp"
+#include "ppsched/io/detail/number_text.hpp"
 #include "ppsched/simulation.hpp"
 
 namespace ppsched::io {
@@ -34,34 +36,13 @@ struct trace_options {
 
 namespace ppsched::detail::trace {
 
-// Appends `s` as a JSON string literal.
-inline void append_trace_string(std::string& out, std::string_view s) {
-    out += '"';
-    for (const char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            constexpr char hex[] = "0123456789abcdef";
-            out += "\\u00";
-            out += hex[(c >> 4) & 0xF];
-            out += hex[c & 0xF];
-        } else {
-            out += c;
-        }
-    }
-    out += '"';
-}
-
 // Appends a number in the shortest form that reads back to the same double.
 inline void append_trace_number(std::string& out, double v) {
     // JSON has no inf or nan (docs/design.md, "Bounded resources": every number that reaches
     // an output is finite); the text is built whole, so nothing partial is written.
     PPSCHED_EXPECTS(std::isfinite(v), "ppsched::io::write_chrome_trace: a time is not a finite "
                                       "number (check the costs and microseconds_per_unit)");
-    std::array<char, 64> buf{};
-    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
-    out.append(buf.data(), res.ptr);
+    ppsched::detail::text::append_shortest_number(out, v);
 }
 
 // The kind as the trace's `args.kind`.
@@ -208,7 +189,7 @@ namespace ppsched::io {
                     ") is not a finite number of microseconds");
     std::string out = "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"generator\": \"ppsched\"";
     out += ", \"name\": ";
-    d::append_trace_string(out, opts.name);
+    ppsched::detail::text::append_json_string(out, opts.name);
     out += ", \"ranks\": " + std::to_string(cfg.ranks) +
            ", \"stages_per_rank\": " + std::to_string(cfg.stages_per_rank) +
            ", \"microbatches\": " + std::to_string(cfg.microbatches) + ", \"makespan\": ";
@@ -278,7 +259,7 @@ namespace ppsched::io {
         const bool instant = is_p2p(a.kind());
         begin_event();
         out += "{\"ph\": \"X\", \"name\": ";
-        d::append_trace_string(out, to_string(a));
+        ppsched::detail::text::append_json_string(out, to_string(a));
         out += ", \"cat\": \"";
         out += d::trace_category(a.kind());
         out += "\", \"pid\": " + std::to_string(t.rank) +
@@ -294,7 +275,7 @@ namespace ppsched::io {
             const action b = a.backward_part();
             out += ", \"microbatch\": " + std::to_string(a.forward_part().microbatch()) +
                    ", \"backward\": ";
-            d::append_trace_string(out, to_string(b));
+            ppsched::detail::text::append_json_string(out, to_string(b));
         } else if (a.has_microbatch()) {
             out += ", \"microbatch\": " + std::to_string(a.microbatch());
         }

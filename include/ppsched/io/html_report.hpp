@@ -26,6 +26,8 @@
 #include "ppsched/config.hpp"
 #include "ppsched/cost_model.hpp"
 #include "ppsched/io/detail/html_report_assets.hpp"
+#include "ppsched/io/detail/json_text.hpp"
+#include "ppsched/io/detail/number_text.hpp"
 #include "ppsched/io/detail/xml_text.hpp"
 #include "ppsched/simulation.hpp"
 
@@ -66,31 +68,12 @@ struct report_options {
 namespace ppsched::detail::html {
 
 /// The shortest text that reads back to the same double (JSON and JavaScript read it exactly).
-[[nodiscard]] inline std::string number(double v) {
-    std::array<char, 64> buf{};
-    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
-    return {buf.data(), res.ptr};
-}
+using ppsched::detail::text::shortest_number;
 
 /// Appends `s` as a JSON string literal that is also safe inside an HTML `<script>`: `<`, `>`
 /// and `&` are escaped, so no text can close the element.
 inline void append_json_string(std::string& out, std::string_view s) {
-    constexpr char digits[] = "0123456789abcdef";
-    out += '"';
-    for (const char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (u < 0x20 || c == '<' || c == '>' || c == '&') {
-            out += "\\u00";
-            out += digits[u >> 4];
-            out += digits[u & 0xF];
-        } else {
-            out += c;
-        }
-    }
-    out += '"';
+    ppsched::detail::text::append_json_string(out, s, true);
 }
 
 /// Appends the base64 encoding of `bytes`.
@@ -228,19 +211,20 @@ inline void append_schedule(std::string& out, const io::report_schedule& s) {
            ",\"microbatches\":" + std::to_string(cfg.microbatches) + ",\"placement\":";
     append_json_string(out, to_string_view(cfg.placement));
     out += std::string(",\"steps\":") + (s.steps || by_step ? "true" : "false") +
-           ",\"extent\":" + number(times.empty() ? 0.0 : times.back()) +
+           ",\"extent\":" + shortest_number(times.empty() ? 0.0 : times.back()) +
            ",\"lowered\":" + (sim.lowered ? "true" : "false") + ",\"status\":\"" +
            (sim.status == simulation_status::ok         ? "ok"
             : sim.status == simulation_status::deadlock ? "deadlock"
                                                         : "invalid") +
            "\"";
-    out += ",\"makespan\":" + number(sim.makespan) + ",\"ideal\":" + number(sim.ideal) +
-           ",\"totalCompute\":" + number(sim.total_compute) +
-           ",\"bubbleFraction\":" + number(sim.bubble_fraction) +
-           ",\"bubbleRatio\":" + number(sim.bubble_ratio) +
-           ",\"lowerBound\":" + (s.lower_bound ? number(*s.lower_bound) : std::string("null")) +
-           ",\"message\":" + number(s.costs.message_time()) +
-           ",\"freesByI\":" + number(s.costs.input_grad_frees);
+    out += ",\"makespan\":" + shortest_number(sim.makespan) +
+           ",\"ideal\":" + shortest_number(sim.ideal) +
+           ",\"totalCompute\":" + shortest_number(sim.total_compute) +
+           ",\"bubbleFraction\":" + shortest_number(sim.bubble_fraction) +
+           ",\"bubbleRatio\":" + shortest_number(sim.bubble_ratio) + ",\"lowerBound\":" +
+           (s.lower_bound ? shortest_number(*s.lower_bound) : std::string("null")) +
+           ",\"message\":" + shortest_number(s.costs.message_time()) +
+           ",\"freesByI\":" + shortest_number(s.costs.input_grad_frees);
     // Per stage: its rank, neighbours and activation memory (the page recomputes dependencies
     // and memory from these instead of carrying them per action).
     const int stages = cfg.num_stages();
@@ -255,15 +239,17 @@ inline void append_schedule(std::string& out, const io::report_schedule& s) {
     stage_ints("stageNext", [&](int st) { return cfg.next_stage(st); });
     stage_ints("stageChunk", [&](int st) { return cfg.local_stage_index(st); });
     out += ",\"stageActivation\":";
-    append_array(out, idx, [&](int st) { out += number(s.costs.at(st).activation); });
+    append_array(out, idx, [&](int st) { out += shortest_number(s.costs.at(st).activation); });
     out += ",\"rankSummary\":";
     append_array(out, sim.ranks, [&](const rank_summary& r) {
-        out += "{\"rank\":" + std::to_string(r.rank) + ",\"busy\":" + number(r.busy) +
-               ",\"idle\":" + number(r.idle) + ",\"bubble_fraction\":" + number(r.bubble_fraction) +
-               ",\"comm_busy\":" + number(r.comm_busy) + ",\"end\":" + number(r.end) +
-               ",\"peak_activations\":" + number(r.peak_activations) +
-               ",\"peak_activations_at\":" + number(r.peak_activations_at) +
-               ",\"peak_memory\":" + number(r.peak_memory) + "}";
+        out += "{\"rank\":" + std::to_string(r.rank) + ",\"busy\":" + shortest_number(r.busy) +
+               ",\"idle\":" + shortest_number(r.idle) +
+               ",\"bubble_fraction\":" + shortest_number(r.bubble_fraction) +
+               ",\"comm_busy\":" + shortest_number(r.comm_busy) +
+               ",\"end\":" + shortest_number(r.end) +
+               ",\"peak_activations\":" + shortest_number(r.peak_activations) +
+               ",\"peak_activations_at\":" + shortest_number(r.peak_activations_at) +
+               ",\"peak_memory\":" + shortest_number(r.peak_memory) + "}";
     });
     // Problems: the simulation's own (the waiting ranks of a deadlock, an invalid action),
     // then the caller's.
@@ -289,7 +275,7 @@ inline void append_schedule(std::string& out, const io::report_schedule& s) {
             at = sim.ranks[static_cast<std::size_t>(p.rank)].end;
         if (by_step && p.step >= 0) at = p.step + 1.0; // just after the failing step's box
         out += "{\"rank\":" + std::to_string(p.rank) + ",\"step\":" + std::to_string(p.step) +
-               ",\"time\":" + number(at) + ",\"message\":";
+               ",\"time\":" + shortest_number(at) + ",\"message\":";
         append_json_string(out, p.message);
         out += '}';
     });
@@ -374,7 +360,7 @@ namespace ppsched::io {
     out += "<script id=\"ppsched-data\" type=\"application/json\">{\"title\":";
     h::append_json_string(out, title);
     out += ",\"memoryLimit\":";
-    out += opts.memory_limit ? h::number(*opts.memory_limit) : std::string("null");
+    out += opts.memory_limit ? h::shortest_number(*opts.memory_limit) : std::string("null");
     out += ",\"schedules\":[";
     for (std::size_t i = 0; i < schedules.size(); ++i) {
         if (i) out += ",\n";

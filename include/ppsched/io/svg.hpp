@@ -22,6 +22,7 @@
 #include "ppsched/algorithms/memory_timeline.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/error.hpp"
+#include "ppsched/io/detail/number_text.hpp"
 #include "ppsched/io/detail/xml_text.hpp"
 #include "ppsched/simulation.hpp"
 
@@ -80,10 +81,7 @@ using ppsched::detail::text::xml_escape;
 
 /// A value for people: up to `digits` significant digits (`52`, `0.0833333`).
 [[nodiscard]] inline std::string chart_number(double v, int digits = 6) {
-    std::array<char, 64> buf{};
-    const auto res =
-        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, digits);
-    return {buf.data(), res.ptr};
+    return ppsched::detail::text::general_number(v, digits);
 }
 
 struct rgb {
