@@ -16,7 +16,7 @@
 #include <ppsched/algorithms/simulate_steps.hpp>
 #include <ppsched/algorithms/step_timeline.hpp>
 #include <ppsched/config.hpp>
-#include <ppsched/io/svg.hpp>
+#include <ppsched/io/chart.hpp>
 #include <ppsched/registry.hpp>
 
 #include "cli.hpp"
@@ -146,7 +146,7 @@ inline std::string describe_costs(const cost_model& costs) {
     io::chart timed = t.chart;
     timed.steps = false;
     const simulation& sim = t.timed;
-    std::string out = ppsched::detail::svg::chart_title(timed) + "\n";
+    std::string out = ppsched::io::chart_title(timed) + "\n";
     auto row = [&](const std::string& label, const std::string& value, const std::string& note) {
         out += "  " + label + std::string(15 - label.size(), ' ') + value;
         if (!note.empty())

@@ -22,22 +22,12 @@
 #include "ppsched/algorithms/memory_timeline.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/error.hpp"
-#include "ppsched/io/detail/number_text.hpp"
+#include "ppsched/io/chart.hpp"
+#include "ppsched/io/detail/chart_colors.hpp"
 #include "ppsched/io/detail/xml_text.hpp"
 #include "ppsched/simulation.hpp"
 
 namespace ppsched::io {
-
-/// One timeline to draw.
-struct chart {
-    std::string name; ///< what it shows, e.g. the schedule's name (`ZBVZeroBubble`)
-    config cfg;       ///< its configuration: ranks, stage chunks (the shades), the title
-    /// The timeline: `simulate(...)`, or `step_timeline(...)` of a step layout. Actions that did
-    /// not run (`timed_action::ran` false) are not drawn.
-    simulation sim;
-    bool steps = false; ///< the time axis counts steps of a layout, not cost units
-    std::string note;   ///< an optional line under the title (the costs, say)
-};
 
 /// How `write_svg` draws.
 struct svg_options {
@@ -61,9 +51,12 @@ struct svg_options {
 namespace ppsched::detail::svg {
 
 using io::chart;
+using io::chart_stats;
+using io::chart_title;
 using io::svg_options;
 
 using ppsched::detail::text::append_xml_escaped;
+using ppsched::detail::text::general_number;
 using ppsched::detail::text::xml_escape;
 
 /// A coordinate: at most two decimals, no trailing zeros (`12.5`, `3`).
@@ -79,124 +72,11 @@ using ppsched::detail::text::xml_escape;
     return s == "-0" ? "0" : s;
 }
 
-/// A value for people: up to `digits` significant digits (`52`, `0.0833333`).
-[[nodiscard]] inline std::string chart_number(double v, int digits = 6) {
-    return ppsched::detail::text::general_number(v, digits);
-}
-
-struct rgb {
-    int r = 0, g = 0, b = 0;
-};
-
-// Colour-blind-friendly hues (Tableau 10), one per kind.
-[[nodiscard]] inline rgb kind_color(action_kind k) noexcept {
-    switch (k) {
-    case action_kind::forward:
-        return {0x4c, 0x78, 0xa8};
-    case action_kind::backward_input:
-        return {0xf5, 0x85, 0x18};
-    case action_kind::backward_weight:
-        return {0x54, 0xa2, 0x4b};
-    case action_kind::full_backward:
-        return {0xe4, 0x57, 0x56};
-    case action_kind::overlap_f_b:
-        return {0x8e, 0x5a, 0x9e};
-    case action_kind::send_f:
-    case action_kind::send_b:
-        return {0x44, 0x44, 0x44};
-    case action_kind::recv_f:
-    case action_kind::recv_b:
-        return {0xbb, 0xbb, 0xbb};
-    case action_kind::unshard:
-        return {0x3a, 0x9c, 0x96};
-    case action_kind::reshard:
-        return {0x9f, 0xd4, 0xcf};
-    default: // reduce_grad
-        return {0xe0, 0xb1, 0x2a};
-    }
-}
-
-/// `c` mixed with white: `t` = 0 keeps it, 1 gives white.
-[[nodiscard]] inline rgb lighten(rgb c, double t) noexcept {
-    auto mix = [t](int v) { return v + static_cast<int>((255 - v) * t + 0.5); };
-    return {mix(c.r), mix(c.g), mix(c.b)};
-}
-
-/// The shade of stage chunk `chunk` of `chunks`: the first is the kind's own colour, the last
-/// half-way to white, so chunks stay apart and text stays readable.
-[[nodiscard]] inline rgb chunk_color(action_kind k, int chunk, int chunks) noexcept {
-    const double t = chunks > 1 ? 0.5 * chunk / (chunks - 1) : 0.0;
-    return lighten(kind_color(k), t);
-}
-
-[[nodiscard]] inline std::string hex(rgb c) {
-    constexpr char digits[] = "0123456789abcdef";
-    std::string s = "#";
-    for (const int v : {c.r, c.g, c.b}) {
-        s += digits[(v >> 4) & 0xF];
-        s += digits[v & 0xF];
-    }
-    return s;
-}
-
-/// True when white text reads better than dark text on `c` (relative luminance, roughly).
-[[nodiscard]] inline bool is_dark(rgb c) noexcept {
-    return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b < 150;
-}
-
 /// Estimated width of `text` in DejaVu Sans at `px`: its digits are 0.64 em wide, so a label
 /// of digits never overflows its box; capitals and words need about 0.62 em.
 [[nodiscard]] inline double text_width(std::string_view text, double px,
                                        double em = 0.64) noexcept {
     return static_cast<double>(text.size()) * px * em;
-}
-
-/// The legend name of a kind.
-[[nodiscard]] inline std::string_view kind_name(action_kind k) noexcept {
-    switch (k) {
-    case action_kind::forward:
-        return "forward (F)";
-    case action_kind::backward_input:
-        return "backward input (I)";
-    case action_kind::backward_weight:
-        return "backward weight (W)";
-    case action_kind::full_backward:
-        return "full backward (B)";
-    case action_kind::overlap_f_b:
-        return "overlapped F+B";
-    case action_kind::send_f:
-    case action_kind::send_b:
-        return "SEND";
-    case action_kind::recv_f:
-    case action_kind::recv_b:
-        return "RECV (posted to data arrival)";
-    case action_kind::unshard:
-        return "UNSHARD";
-    case action_kind::reshard:
-        return "RESHARD";
-    default:
-        return "REDUCE_GRAD";
-    }
-}
-
-// Legend slots: the five compute kinds, then SEND, RECV, UNSHARD, RESHARD, REDUCE_GRAD.
-[[nodiscard]] inline int legend_slot(action_kind k) noexcept {
-    switch (k) {
-    case action_kind::send_f:
-    case action_kind::send_b:
-        return 5;
-    case action_kind::recv_f:
-    case action_kind::recv_b:
-        return 6;
-    case action_kind::unshard:
-        return 7;
-    case action_kind::reshard:
-        return 8;
-    case action_kind::reduce_grad:
-        return 9;
-    default:
-        return static_cast<int>(k);
-    }
 }
 
 /// The hover text of an action: what it is, its stage and chunk, microbatch, start and end.
@@ -218,8 +98,8 @@ struct rgb {
         s += ':';
         part(t.act);
     }
-    s += "; rank " + std::to_string(t.rank) + ", start " + chart_number(t.start) + ", end " +
-         chart_number(t.end);
+    s += "; rank " + std::to_string(t.rank) + ", start " + general_number(t.start) + ", end " +
+         general_number(t.end);
     return s;
 }
 
@@ -229,33 +109,6 @@ struct rgb {
         return std::to_string(a.forward_part().microbatch()) + "|" +
                std::to_string(a.backward_part().microbatch());
     return a.has_microbatch() ? std::to_string(a.microbatch()) : std::string{};
-}
-
-/// The first line of a single chart: `name: P ranks, V stages per rank, M microbatches`.
-[[nodiscard]] inline std::string chart_title(const chart& c) {
-    const config& cfg = c.cfg;
-    std::string s = c.name.empty() ? std::string("pipeline") : c.name;
-    s += ": " + std::to_string(cfg.ranks) + (cfg.ranks == 1 ? " rank, " : " ranks, ") +
-         std::to_string(cfg.stages_per_rank) +
-         (cfg.stages_per_rank == 1 ? " stage per rank, " : " stages per rank, ") +
-         std::to_string(cfg.microbatches) +
-         (cfg.microbatches == 1 ? " microbatch" : " microbatches");
-    if (cfg.placement != stage_placement::loop) {
-        s += ", ";
-        s += to_string_view(cfg.placement) == "v" ? "V" : to_string_view(cfg.placement);
-        s += " placement";
-    }
-    if (c.sim.lowered) s += ", lowered";
-    if (c.steps) s += ", step layout";
-    return s;
-}
-
-/// `makespan 52 · ideal 48 · bubble ratio 0.0833 · idle 7.69 %` (ratios to 3 digits).
-[[nodiscard]] inline std::string chart_stats(const chart& c) {
-    const simulation& sim = c.sim;
-    return "makespan " + chart_number(sim.makespan) + (c.steps ? " steps" : "") + " \u00b7 ideal " +
-           chart_number(sim.ideal) + " \u00b7 bubble ratio " + chart_number(sim.bubble_ratio, 3) +
-           " \u00b7 idle " + chart_number(100 * sim.bubble_fraction, 3) + " %";
 }
 
 /// Tick spacing: the smallest 1, 2 or 5 times a power of ten that is at least `min`.
@@ -289,17 +142,6 @@ struct svg_layout {
                        [](const timed_action& t) { return t.ran && t.on != stream::compute; });
 }
 
-/// The colour of rank `r` of `ranks` on a memory chart: from blue through green to red.
-[[nodiscard]] inline rgb rank_color(int r, int ranks) noexcept {
-    const double t = ranks > 1 ? static_cast<double>(r) / (ranks - 1) : 0.0;
-    const rgb a{0x1f, 0x77, 0xb4}, m{0x2c, 0xa0, 0x2c}, b{0xd6, 0x27, 0x28};
-    auto mix = [](rgb p, rgb q, double u) {
-        auto ch = [u](int x, int z) { return x + static_cast<int>((z - x) * u + 0.5); };
-        return rgb{ch(p.r, q.r), ch(p.g, q.g), ch(p.b, q.b)};
-    };
-    return t < 0.5 ? mix(a, m, 2 * t) : mix(m, b, 2 * t - 1);
-}
-
 /// Appends the activation-memory chart of `c` (a step line per rank, the limit dashed) with its
 /// top at `y`; returns its bottom.
 inline double memory_chart(std::string& out, const chart& c, const memory_curves& memory,
@@ -312,12 +154,12 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
     const double x0 = L.left, u = L.px_per_unit, bottom = y + height;
     auto vy = [&](double v) { return bottom - v / top_value * height; };
     out += "<text class=\"ph\" x=\"" + svg_number(x0) + "\" y=\"" + svg_number(y - 5) +
-           "\">activation memory per rank (peak " + chart_number(peak) + ")</text>\n";
+           "\">activation memory per rank (peak " + general_number(peak) + ")</text>\n";
     out += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(y) + "\" width=\"" +
            svg_number(plot) + "\" height=\"" + svg_number(height) +
            "\" fill=\"none\" stroke=\"#ccc\"/>\n";
     out += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" + svg_number(vy(peak) + 4) +
-           "\">" + chart_number(peak) + "</text><text class=\"rk\" x=\"" + svg_number(x0 - 8) +
+           "\">" + general_number(peak) + "</text><text class=\"rk\" x=\"" + svg_number(x0 - 8) +
            "\" y=\"" + svg_number(bottom) + "\">0</text>\n";
     const int ranks = static_cast<int>(memory.size());
     for (int r = 0; r < ranks; ++r) {
@@ -340,9 +182,9 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
         }
         out += "<path class=\"mem\" d=\"" + d + "\" stroke=\"" + hex(rank_color(r, ranks)) +
                "\"><title>rank " + std::to_string(r) + ": peak " +
-               chart_number(r < static_cast<int>(c.sim.ranks.size())
-                                ? c.sim.ranks[static_cast<std::size_t>(r)].peak_activations
-                                : 0) +
+               general_number(r < static_cast<int>(c.sim.ranks.size())
+                                  ? c.sim.ranks[static_cast<std::size_t>(r)].peak_activations
+                                  : 0) +
                "</title></path>\n";
     }
     if (opts.memory_limit) {
@@ -351,7 +193,7 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
                "\" x2=\"" + svg_number(x0 + plot) + "\" y2=\"" + svg_number(ly) +
                "\"/><text class=\"lm\" x=\"" + svg_number(x0 + plot - 4) + "\" y=\"" +
                svg_number(ly - y < 14 ? ly + 12 : ly - 3) + "\">limit " +
-               chart_number(*opts.memory_limit) + "</text>\n";
+               general_number(*opts.memory_limit) + "</text>\n";
     }
     // The ranks' colours, as a small key under the chart.
     const double ky = bottom + 14;
@@ -523,7 +365,7 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
             if (static_cast<std::size_t>(r) < sim.ranks.size())
                 body += "<text class=\"pk\" x=\"" + svg_number(x0 + plot + 8) + "\" y=\"" +
                         svg_number(ry + L.lane / 2 + 4) + "\">" +
-                        chart_number(sim.ranks[static_cast<std::size_t>(r)].peak_memory) +
+                        general_number(sim.ranks[static_cast<std::size_t>(r)].peak_memory) +
                         "</text>\n";
         }
         const double panel_bottom = y + c.cfg.ranks * row - L.gap;
@@ -584,7 +426,7 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
         axis += "<line class=\"ax\" x1=\"" + svg_number(x0 + t * u) + "\" y1=\"" +
                 svg_number(bottom) + "\" x2=\"" + svg_number(x0 + t * u) + "\" y2=\"" +
                 svg_number(bottom + 4) + "\"/><text class=\"tk\" x=\"" + svg_number(x0 + t * u) +
-                "\" y=\"" + svg_number(bottom + 16) + "\">" + chart_number(t) + "</text>\n";
+                "\" y=\"" + svg_number(bottom + 16) + "\">" + general_number(t) + "</text>\n";
     const bool all_steps = !charts.empty() && std::all_of(charts.begin(), charts.end(),
                                                           [](const chart& c) { return c.steps; });
     axis += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" + svg_number(bottom + 16) +
