@@ -98,16 +98,7 @@ std::string text_report(int p, int m, const std::optional<double>& limit,
                         format_number(r.sim.makespan), format_number(r.sim.bubble_ratio),
                         format_number(100 * r.sim.bubble_fraction) + " %",
                         format_number(r.peak_activations), format_number(r.peak_memory)});
-    std::array<std::size_t, 7> width{};
-    for (const auto& r : rows)
-        for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-    for (const auto& r : rows) {
-        std::string line = " ";
-        for (std::size_t i = 0; i < r.size(); ++i)
-            line += " " + r[i] + std::string(width[i] - r[i].size(), ' ');
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        out += line + "\n";
-    }
+    append_aligned_table(out, rows);
     out += memory_unit_note;
     if (!rejected.empty()) {
         out += "\nnot applicable:\n";

@@ -54,8 +54,8 @@ int cmd_timeline(std::span<const std::string> argv, output& out) {
     }
     const loaded_timeline t = load_timeline(a);
     if (!t.problem.empty()) {
-        out.err = "ppsched: timeline: " + ppsched::io::chart_title(t.chart) + ": " +
-                  t.problem + "\n";
+        out.err =
+            "ppsched: timeline: " + ppsched::io::chart_title(t.chart) + ": " + t.problem + "\n";
         return exit_failure;
     }
     if (opts.units_per_column > 0 && t.chart.sim.makespan / opts.units_per_column > 1'000'000)

@@ -56,8 +56,7 @@ int cmd_trace(std::span<const std::string> argv, output& out) {
     }
     const loaded_timeline t = load_timeline(a);
     if (!t.problem.empty()) {
-        out.err = "ppsched: trace: " + ppsched::io::chart_title(t.chart) + ": " +
-                  t.problem + "\n";
+        out.err = "ppsched: trace: " + ppsched::io::chart_title(t.chart) + ": " + t.problem + "\n";
         return exit_failure;
     }
     opts.name = ppsched::io::chart_title(t.chart);

@@ -17,13 +17,12 @@
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/cost_model.hpp>
 #include <ppsched/io/cost_json.hpp>
-#include <ppsched/io/detail/json_text.hpp>
-#include <ppsched/io/detail/number_text.hpp>
 #include <ppsched/registry.hpp>
 
 #include "cli.hpp"
 #include "input.hpp"
 #include "model_options.hpp"
+#include "report_text.hpp"
 
 namespace ppsched::cli {
 
@@ -162,26 +161,6 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
                     &u.overlap_f_b, &u.unshard, &u.reduce_grad, &u.activation, &u.parameters})
         scale(*x);
     return c;
-}
-
-/// The line every text report with memory columns ends its table with: the one memory unit.
-inline constexpr std::string_view memory_unit_note =
-    "  memory: in memory units (--activation, --parameters; default 1 = one microbatch's "
-    "activations of one stage)\n";
-
-/// A number for people: up to 6 significant digits (`12.5`, `0.333333`).
-[[nodiscard]] inline std::string format_number(double v) {
-    return ppsched::detail::text::general_number(v);
-}
-
-/// A number for JSON: the shortest text that reads back to the same double.
-[[nodiscard]] inline std::string json_number(double v) {
-    return ppsched::detail::text::shortest_number(v);
-}
-
-/// `s` as a JSON string literal.
-[[nodiscard]] inline std::string json_string(std::string_view s) {
-    return ppsched::detail::text::json_string(s);
 }
 
 /// The largest value of `field` over the ranks of a simulation.
