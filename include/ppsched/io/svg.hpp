@@ -208,62 +208,64 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
     return ky + 12;
 }
 
-/// Writes the chart(s): `stacked` adds a heading per panel and a common title.
-[[nodiscard]] inline std::string write_svg_charts(std::span<const chart> charts,
-                                                  const svg_options& opts, bool stacked) {
-    svg_layout L;
+/// What a set of charts spans: the longest makespan, the most ranks and stage chunks, and the
+/// legend slots of the kinds drawn. Every number drawn must be finite (docs/design.md,
+/// "Bounded resources"): cost_model::check rejects what would overflow; this catches a
+/// simulation made some other way.
+struct chart_extent {
     double span = 0;
     int max_ranks = 1, max_chunks = 1;
     std::array<bool, 10> kinds_used{};
-    // Every number drawn must be finite (docs/design.md, "Bounded resources"): cost_model::check
-    // rejects what would overflow; this catches a simulation made some other way.
+};
+
+[[nodiscard]] inline chart_extent measure_charts(std::span<const chart> charts) {
+    chart_extent e;
     const auto finite = [](double v) {
         PPSCHED_EXPECTS(std::isfinite(v),
                         "ppsched::io::write_svg: a time is not a finite number; check the costs");
     };
     for (const chart& c : charts) {
         finite(c.sim.makespan);
-        span = std::max(span, c.sim.makespan);
-        max_ranks = std::max(max_ranks, c.cfg.ranks);
-        max_chunks = std::max(max_chunks, c.cfg.stages_per_rank);
+        e.span = std::max(e.span, c.sim.makespan);
+        e.max_ranks = std::max(e.max_ranks, c.cfg.ranks);
+        e.max_chunks = std::max(e.max_chunks, c.cfg.stages_per_rank);
         for (const timed_action& t : c.sim.timeline) {
             if (!t.ran) continue;
-            kinds_used[static_cast<std::size_t>(legend_slot(t.act.kind()))] = true;
+            e.kinds_used[static_cast<std::size_t>(legend_slot(t.act.kind()))] = true;
             finite(t.start);
             finite(t.end);
         }
     }
-    if (span <= 0) span = 1;
-    if (max_ranks > 16) L.lane = 14;
-    // Wide boxes (24 px per unit) while the chart stays under 1400 px; beyond that shrink to
-    // 1400 px, but not below 3 px per unit unless the chart would pass 6000 px.
+    if (e.span <= 0) e.span = 1;
+    return e;
+}
+
+/// The layout for `e`: narrower lanes for many ranks, and the horizontal scale. Wide boxes (24
+/// px per unit) while the chart stays under 1400 px; beyond that shrink to 1400 px, but not
+/// below 3 px per unit unless the chart would pass 6000 px.
+[[nodiscard]] inline svg_layout layout_for(const chart_extent& e, const svg_options& opts) {
+    svg_layout L;
+    if (e.max_ranks > 16) L.lane = 14;
     if (opts.px_per_unit > 0)
         L.px_per_unit = opts.px_per_unit;
-    else if (span * 24 > 1400)
-        L.px_per_unit = std::max(1400 / span, std::min(3.0, 6000 / span));
-    const double u = L.px_per_unit;
-    const double plot = span * u;
+    else if (e.span * 24 > 1400)
+        L.px_per_unit = std::max(1400 / e.span, std::min(3.0, 6000 / e.span));
+    return L;
+}
 
-    // Title block.
-    const std::string title = !opts.title.empty() ? opts.title
-                              : stacked
-                                  ? std::to_string(charts.size()) + " schedules on one time axis"
-                              : charts.empty() ? std::string("pipeline")
-                                               : chart_title(charts[0]);
-    std::vector<std::string> sub;
-    if (!stacked && !charts.empty()) {
-        sub.push_back(chart_stats(charts[0]));
-        if (!charts[0].note.empty()) sub.push_back(charts[0].note);
-    } else if (!opts.subtitle.empty()) {
-        sub.push_back(opts.subtitle);
-    }
-    double width = L.left + plot + L.right;
-    width = std::max(width, 24 + text_width(title, 16) * 1.05);
-    for (const auto& s : sub) width = std::max(width, 24 + text_width(s, 12));
-    width = std::max(width, 480.0);
+/// The picture's parts, in drawing order (later ones on top).
+struct svg_layers {
+    std::string head;   // title, subtitles, legend
+    std::string bg;     // the idle lanes
+    std::string grid;   // tick lines and makespan marks
+    std::string boxes;  // one per action
+    std::string labels; // microbatch numbers in the boxes
+    std::string body;   // rank labels, peak memory, panel headings, memory charts
+};
 
-    std::string head, body;
-    double y = 26;
+/// Appends the title and subtitle lines to `head`, from `y`; returns the last line's y.
+inline double draw_title_block(std::string& head, const std::string& title,
+                               const std::vector<std::string>& sub, double y) {
     head += "<text class=\"t1\" x=\"12\" y=\"" + svg_number(y) + "\">";
     append_xml_escaped(head, title);
     head += "</text>\n";
@@ -273,9 +275,12 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
         append_xml_escaped(head, s);
         head += "</text>\n";
     }
+    return y;
+}
 
-    // Legend: flowed left to right, wrapping at the chart's width.
-    y += 14;
+/// Appends the legend, flowed left to right and wrapped at `width`, from `y`; returns the y
+/// below it.
+inline double draw_legend(std::string& head, const chart_extent& e, double width, double y) {
     double lx = 12;
     auto legend_item = [&](const std::vector<std::string>& fills, std::string_view label,
                            bool tick) {
@@ -300,7 +305,7 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
         lx += 6 + text_width(label, 12, 0.62) + 14;
     };
     for (int k = 0; k < 10; ++k) {
-        if (!kinds_used[static_cast<std::size_t>(k)]) continue;
+        if (!e.kinds_used[static_cast<std::size_t>(k)]) continue;
         const auto kind = k < 5    ? static_cast<action_kind>(k)
                           : k == 5 ? action_kind::send_f
                           : k == 6 ? action_kind::recv_f
@@ -309,116 +314,132 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
                                    : action_kind::reduce_grad;
         legend_item({hex(kind_color(kind))}, kind_name(kind), k == 5);
     }
-    if (max_chunks > 1) {
+    if (e.max_chunks > 1) {
         std::vector<std::string> fills;
-        const int shown = std::min(max_chunks, 8);
+        const int shown = std::min(e.max_chunks, 8);
         for (int c = 0; c < shown; ++c)
-            fills.push_back(hex(chunk_color(
-                action_kind::forward, c * (max_chunks - 1) / std::max(shown - 1, 1), max_chunks)));
-        legend_item(fills, "stage chunk 0 \u2192 " + std::to_string(max_chunks - 1) + " (shade)",
+            fills.push_back(
+                hex(chunk_color(action_kind::forward,
+                                c * (e.max_chunks - 1) / std::max(shown - 1, 1), e.max_chunks)));
+        legend_item(fills, "stage chunk 0 \u2192 " + std::to_string(e.max_chunks - 1) + " (shade)",
                     false);
     }
     legend_item({"#ececec"}, "idle", false);
-    y += 12 + 14;
+    return y + 12 + 14;
+}
 
-    // Panels.
-    const double x0 = L.left;
+/// The times of the axis ticks: a tick at least every 60 px, and never more than
+/// max_svg_ticks of them. The count is computed, not looped on (a time scale near 1e300 adds
+/// nothing to t += step).
+[[nodiscard]] inline std::vector<double> time_ticks(double span, double u) {
     std::vector<double> ticks;
-    // A tick at least every 60 px, and never more than max_svg_ticks of them: the count is
-    // computed, not looped on (a time scale near 1e300 adds nothing to t += step).
     double step = nice_step(60 / u);
     if (span / step > static_cast<double>(max_svg_ticks))
         step = nice_step(span / static_cast<double>(max_svg_ticks));
     const auto tick_count = static_cast<std::size_t>(std::floor(span / step + 1e-9)) + 1;
     for (std::size_t i = 0; i < tick_count && i <= max_svg_ticks; ++i)
         ticks.push_back(static_cast<double>(i) * step);
-    std::string bg, grid, boxes, labels;
-    const double top = y;
-    for (const chart& c : charts) {
-        const simulation& sim = c.sim;
-        const bool comm = has_comm_lane(sim);
-        const double row = L.lane + (comm ? L.comm + 1 : 0) + L.gap;
-        const int chunks = std::max(c.cfg.stages_per_rank, 1);
-        if (stacked) {
-            body += "<text class=\"ph\" x=\"12\" y=\"" + svg_number(y + 15) + "\">";
-            append_xml_escaped(body, c.name + (c.name.empty() ? "" : " ") +
+    return ticks;
+}
+
+/// Appends the boxes (and labels) of the actions of `c` that ran, its ranks' rows starting at
+/// `y`, `row` apart. Receives first: a receive's bar spans its wait, and the sends drawn after
+/// stay on top.
+inline void draw_actions(svg_layers& out, const chart& c, const svg_options& opts,
+                         const svg_layout& L, double y, double row) {
+    const double x0 = L.left, u = L.px_per_unit;
+    const int chunks = std::max(c.cfg.stages_per_rank, 1);
+    for (const int pass : {0, 1}) {
+        for (const timed_action& t : c.sim.timeline) {
+            if (!t.ran || t.rank < 0 || t.rank >= c.cfg.ranks) continue;
+            if ((pass == 0) != is_recv(t.act.kind())) continue;
+            const double ry = y + t.rank * row;
+            const bool compute = t.on == stream::compute;
+            double x = x0 + t.start * u, w = (t.end - t.start) * u;
+            double by = ry, bh = L.lane;
+            if (!compute) {
+                // The thin lane: sends and receives on its upper half, FSDP on the lower.
+                bh = L.comm / 2;
+                by = ry + L.lane + 1 + (t.on == stream::p2p ? 0 : bh);
+            }
+            if (w < 1) {
+                x -= (is_send(t.act.kind()) ? 1 : (1 - w) / 2);
+                w = is_send(t.act.kind()) ? 2 : 1;
+            }
+            const int chunk = std::clamp(c.cfg.local_stage_index(t.act.stage()), 0, chunks - 1);
+            const rgb fill =
+                compute ? chunk_color(t.act.kind(), chunk, chunks) : kind_color(t.act.kind());
+            out.boxes += "<rect class=\"act\" x=\"" + svg_number(x) + "\" y=\"" + svg_number(by) +
+                         "\" width=\"" + svg_number(w) + "\" height=\"" + svg_number(bh) +
+                         "\" fill=\"" + hex(fill) + "\"><title>";
+            append_xml_escaped(out.boxes, hover_text(t, c.cfg));
+            out.boxes += "</title></rect>\n";
+            if (!compute || !opts.labels || L.lane < 12) continue;
+            const std::string label = box_label(t.act);
+            if (label.empty() || text_width(label, 11) + 3 > w) continue;
+            out.labels += std::string("<text class=\"") + (is_dark(fill) ? "mb w" : "mb") +
+                          "\" x=\"" + svg_number(x + w / 2) + "\" y=\"" +
+                          svg_number(ry + L.lane / 2 + 4) + "\">" + label + "</text>\n";
+        }
+    }
+}
+
+/// Appends the panel of chart `c` (number `index`) with its top at `y`: its heading when
+/// stacked, each rank's label, idle lanes and peak memory, the actions, the makespan mark and
+/// its memory chart. Returns the y below it.
+inline double draw_panel(svg_layers& out, const chart& c, std::size_t index,
+                         const svg_options& opts, const svg_layout& L, double plot, bool stacked,
+                         double y) {
+    const simulation& sim = c.sim;
+    const double x0 = L.left, u = L.px_per_unit;
+    const bool comm = has_comm_lane(sim);
+    const double row = L.lane + (comm ? L.comm + 1 : 0) + L.gap;
+    if (stacked) {
+        out.body += "<text class=\"ph\" x=\"12\" y=\"" + svg_number(y + 15) + "\">";
+        append_xml_escaped(out.body, c.name + (c.name.empty() ? "" : " ") +
                                          "(V=" + std::to_string(c.cfg.stages_per_rank) +
                                          (c.sim.lowered ? ", lowered" : "") +
                                          "): " + chart_stats(c));
-            body += "</text>\n";
-            y += L.heading;
-        }
-        body += "<text class=\"pk\" x=\"" + svg_number(x0 + plot + 8) + "\" y=\"" +
+        out.body += "</text>\n";
+        y += L.heading;
+    }
+    out.body += "<text class=\"pk\" x=\"" + svg_number(x0 + plot + 8) + "\" y=\"" +
                 svg_number(y - 3) + "\">peak mem.</text>\n";
-        const double panel_top = y;
-        for (int r = 0; r < c.cfg.ranks; ++r) {
-            const double ry = y + r * row;
-            body += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" +
+    const double panel_top = y;
+    for (int r = 0; r < c.cfg.ranks; ++r) {
+        const double ry = y + r * row;
+        out.body += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" +
                     svg_number(ry + L.lane / 2 + 4) + "\">rank " + std::to_string(r) + "</text>\n";
-            bg += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(ry) + "\" width=\"" +
+        out.bg += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(ry) + "\" width=\"" +
                   svg_number(sim.makespan * u) + "\" height=\"" + svg_number(L.lane) +
                   "\" fill=\"#ececec\"/>\n";
-            if (comm)
-                bg += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(ry + L.lane + 1) +
+        if (comm)
+            out.bg += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(ry + L.lane + 1) +
                       "\" width=\"" + svg_number(sim.makespan * u) + "\" height=\"" +
                       svg_number(L.comm) + "\" fill=\"#f5f5f5\"/>\n";
-            if (static_cast<std::size_t>(r) < sim.ranks.size())
-                body += "<text class=\"pk\" x=\"" + svg_number(x0 + plot + 8) + "\" y=\"" +
+        if (static_cast<std::size_t>(r) < sim.ranks.size())
+            out.body += "<text class=\"pk\" x=\"" + svg_number(x0 + plot + 8) + "\" y=\"" +
                         svg_number(ry + L.lane / 2 + 4) + "\">" +
                         general_number(sim.ranks[static_cast<std::size_t>(r)].peak_memory) +
                         "</text>\n";
-        }
-        const double panel_bottom = y + c.cfg.ranks * row - L.gap;
-        // Receives first: a receive's bar spans its wait, and the sends drawn after stay on top.
-        for (const int pass : {0, 1}) {
-            for (const timed_action& t : sim.timeline) {
-                if (!t.ran || t.rank < 0 || t.rank >= c.cfg.ranks) continue;
-                if ((pass == 0) != is_recv(t.act.kind())) continue;
-                const double ry = y + t.rank * row;
-                const bool compute = t.on == stream::compute;
-                double x = x0 + t.start * u, w = (t.end - t.start) * u;
-                double by = ry, bh = L.lane;
-                if (!compute) {
-                    // The thin lane: sends and receives on its upper half, FSDP on the lower.
-                    bh = L.comm / 2;
-                    by = ry + L.lane + 1 + (t.on == stream::p2p ? 0 : bh);
-                }
-                if (w < 1) {
-                    x -= (is_send(t.act.kind()) ? 1 : (1 - w) / 2);
-                    w = is_send(t.act.kind()) ? 2 : 1;
-                }
-                const int chunk = std::clamp(c.cfg.local_stage_index(t.act.stage()), 0, chunks - 1);
-                const rgb fill =
-                    compute ? chunk_color(t.act.kind(), chunk, chunks) : kind_color(t.act.kind());
-                boxes += "<rect class=\"act\" x=\"" + svg_number(x) + "\" y=\"" + svg_number(by) +
-                         "\" width=\"" + svg_number(w) + "\" height=\"" + svg_number(bh) +
-                         "\" fill=\"" + hex(fill) + "\"><title>";
-                append_xml_escaped(boxes, hover_text(t, c.cfg));
-                boxes += "</title></rect>\n";
-                if (!compute || !opts.labels || L.lane < 12) continue;
-                const std::string label = box_label(t.act);
-                if (label.empty() || text_width(label, 11) + 3 > w) continue;
-                labels += std::string("<text class=\"") + (is_dark(fill) ? "mb w" : "mb") +
-                          "\" x=\"" + svg_number(x + w / 2) + "\" y=\"" +
-                          svg_number(ry + L.lane / 2 + 4) + "\">" + label + "</text>\n";
-            }
-        }
-        // The makespan, dashed, so stacked panels compare at a glance.
-        grid += "<line class=\"ms\" x1=\"" + svg_number(x0 + sim.makespan * u) + "\" y1=\"" +
+    }
+    const double panel_bottom = y + c.cfg.ranks * row - L.gap;
+    draw_actions(out, c, opts, L, y, row);
+    // The makespan, dashed, so stacked panels compare at a glance.
+    out.grid += "<line class=\"ms\" x1=\"" + svg_number(x0 + sim.makespan * u) + "\" y1=\"" +
                 svg_number(panel_top - 4) + "\" x2=\"" + svg_number(x0 + sim.makespan * u) +
                 "\" y2=\"" + svg_number(panel_bottom + 4) + "\"/>\n";
-        y = panel_bottom + (stacked ? L.panel_gap : 0);
-        const auto ci = static_cast<std::size_t>(&c - charts.data());
-        if (ci < opts.memory.size() && !opts.memory[ci].empty())
-            y = memory_chart(body, c, opts.memory[ci], opts, L, y + (stacked ? 12 : 24), plot);
-    }
-    const double bottom = y + 4;
-    for (const double t : ticks)
-        grid += "<line class=\"gr\" x1=\"" + svg_number(x0 + t * u) + "\" y1=\"" +
-                svg_number(top - 4) + "\" x2=\"" + svg_number(x0 + t * u) + "\" y2=\"" +
-                svg_number(bottom) + "\"/>\n";
+    y = panel_bottom + (stacked ? L.panel_gap : 0);
+    if (index < opts.memory.size() && !opts.memory[index].empty())
+        y = memory_chart(out.body, c, opts.memory[index], opts, L, y + (stacked ? 12 : 24), plot);
+    return y;
+}
 
-    // Time axis.
+/// The time axis along `bottom`: its line, a tick and a time per tick, and its name.
+[[nodiscard]] inline std::string draw_axis(std::span<const chart> charts,
+                                           const std::vector<double>& ticks, const svg_layout& L,
+                                           double plot, double bottom) {
+    const double x0 = L.left, u = L.px_per_unit;
     std::string axis = "<line class=\"ax\" x1=\"" + svg_number(x0) + "\" y1=\"" +
                        svg_number(bottom) + "\" x2=\"" + svg_number(x0 + plot) + "\" y2=\"" +
                        svg_number(bottom) + "\"/>\n";
@@ -431,8 +452,13 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
                                                           [](const chart& c) { return c.steps; });
     axis += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" + svg_number(bottom + 16) +
             "\">" + (all_steps ? "step" : "time") + "</text>\n";
-    const double height = bottom + 28;
+    return axis;
+}
 
+/// The SVG document: its size, title and style sheet around the layers and the axis.
+[[nodiscard]] inline std::string svg_document(double width, double height, const std::string& title,
+                                              const svg_options& opts, double u,
+                                              const svg_layers& layers, const std::string& axis) {
     std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
                       svg_number(width) + "\" height=\"" + svg_number(height) +
@@ -455,15 +481,57 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
     // Thin white outlines separate neighbouring boxes; on narrow boxes they would hide them.
     out += u >= 6 ? ".act{stroke:#fff;stroke-width:0.6}\n" : ".act{stroke:none}\n";
     out += "</style>\n<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
-    out += head;
-    out += bg;
-    out += grid;
-    out += boxes;
-    out += labels;
-    out += body;
+    out += layers.head;
+    out += layers.bg;
+    out += layers.grid;
+    out += layers.boxes;
+    out += layers.labels;
+    out += layers.body;
     out += axis;
     out += "</svg>\n";
     return out;
+}
+
+/// Writes the chart(s): `stacked` adds a heading per panel and a common title.
+[[nodiscard]] inline std::string write_svg_charts(std::span<const chart> charts,
+                                                  const svg_options& opts, bool stacked) {
+    const chart_extent e = measure_charts(charts);
+    const svg_layout L = layout_for(e, opts);
+    const double plot = e.span * L.px_per_unit;
+
+    const std::string title = !opts.title.empty() ? opts.title
+                              : stacked
+                                  ? std::to_string(charts.size()) + " schedules on one time axis"
+                              : charts.empty() ? std::string("pipeline")
+                                               : chart_title(charts[0]);
+    std::vector<std::string> sub;
+    if (!stacked && !charts.empty()) {
+        sub.push_back(chart_stats(charts[0]));
+        if (!charts[0].note.empty()) sub.push_back(charts[0].note);
+    } else if (!opts.subtitle.empty()) {
+        sub.push_back(opts.subtitle);
+    }
+    double width = L.left + plot + L.right;
+    width = std::max(width, 24 + text_width(title, 16) * 1.05);
+    for (const auto& s : sub) width = std::max(width, 24 + text_width(s, 12));
+    width = std::max(width, 480.0);
+
+    svg_layers layers;
+    double y = draw_title_block(layers.head, title, sub, 26);
+    y = draw_legend(layers.head, e, width, y + 14);
+
+    const std::vector<double> ticks = time_ticks(e.span, L.px_per_unit);
+    const double top = y;
+    for (std::size_t i = 0; i < charts.size(); ++i)
+        y = draw_panel(layers, charts[i], i, opts, L, plot, stacked, y);
+    const double bottom = y + 4;
+    for (const double t : ticks)
+        layers.grid += "<line class=\"gr\" x1=\"" + svg_number(L.left + t * L.px_per_unit) +
+                       "\" y1=\"" + svg_number(top - 4) + "\" x2=\"" +
+                       svg_number(L.left + t * L.px_per_unit) + "\" y2=\"" + svg_number(bottom) +
+                       "\"/>\n";
+    const std::string axis = draw_axis(charts, ticks, L, plot, bottom);
+    return svg_document(width, bottom + 28, title, opts, L.px_per_unit, layers, axis);
 }
 
 } // namespace ppsched::detail::svg
