@@ -144,7 +144,8 @@ struct order_file {
     [[nodiscard]] std::size_t action_count() const {
         std::size_t n = 0;
         for (const auto& row : rows)
-            for (const slot& s : row) n += s.has_value() ? 1 : 0;
+            for (const slot& s : row)
+                if (s.has_value()) ++n;
         return n;
     }
     /// An `order`, when the rows match the configuration's ranks; otherwise throws

@@ -133,7 +133,8 @@ class validation_report {
     /// Number of kept violations of rule `r`.
     [[nodiscard]] constexpr std::size_t count(rule r) const noexcept {
         std::size_t n = 0;
-        for (const auto& v : items_) n += v.what == r ? 1 : 0;
+        for (const auto& v : items_)
+            if (v.what == r) ++n;
         return n;
     }
     /// True when some violation breaks rule `r`.

@@ -366,10 +366,10 @@ inline bool is_compute_kind(action_kind k) {
                     twin[i] = it->second[k];
             }
             const bool compute = detail::is_compute_kind(s->act.kind());
-            computes += compute ? 1 : 0;
+            if (compute) ++computes;
             if (twin[i]) {
                 ++twins;
-                computes_with_twin += compute ? 1 : 0;
+                if (compute) ++computes_with_twin;
             }
         }
         const bool use_gpu = computes > 0 && computes_with_twin == computes;

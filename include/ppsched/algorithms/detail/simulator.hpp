@@ -161,7 +161,8 @@ class simulator {
         std::size_t actions = 0, row_count = 0;
         for (const auto& row : rows) {
             ++row_count;
-            for (const auto& s : row) actions += slot_action(s) ? 1 : 0;
+            for (const auto& s : row)
+                if (slot_action(s)) ++actions;
         }
         out_.timeline.reserve(actions);
         begin_.reserve(row_count + 1);
