@@ -445,40 +445,38 @@ class validator {
                 // Sends: a peer on another rank, the matching receive, data already computed.
                 const order_pos sf = pos(plane_send_f, s, mb);
                 if (sf.present()) {
-                    if (!remote(s, next))
-                        add(rule::needless_p2p, sf.rank, sf.step, action::send_f(s, mb));
-                    else if (!pos(plane_recv_f, next, mb).present())
-                        add(rule::unmatched_send, sf.rank, sf.step, action::send_f(s, mb));
+                    check_peer(sf, action::send_f(s, mb), s, next, plane_recv_f,
+                               rule::unmatched_send);
                     if (!(f.present() && f.rank == sf.rank && f.step < sf.step))
                         add(rule::send_before_compute, sf, action::send_f(s, mb), f,
                             action::forward(s, mb));
                 }
                 const order_pos sb = pos(plane_send_b, s, mb);
                 if (sb.present()) {
-                    if (!remote(s, prev))
-                        add(rule::needless_p2p, sb.rank, sb.step, action::send_b(s, mb));
-                    else if (!pos(plane_recv_b, prev, mb).present())
-                        add(rule::unmatched_send, sb.rank, sb.step, action::send_b(s, mb));
+                    check_peer(sb, action::send_b(s, mb), s, prev, plane_recv_b,
+                               rule::unmatched_send);
                     if (!(g.present() && g.rank == sb.rank && g.step < sb.step))
                         add(rule::send_before_compute, sb, action::send_b(s, mb), g,
                             input_grad_action(s, mb));
                 }
-                const order_pos rf = pos(plane_recv_f, s, mb);
-                if (rf.present()) {
-                    if (!remote(s, prev))
-                        add(rule::needless_p2p, rf.rank, rf.step, action::recv_f(s, mb));
-                    else if (!pos(plane_send_f, prev, mb).present())
-                        add(rule::unmatched_recv, rf.rank, rf.step, action::recv_f(s, mb));
-                }
-                const order_pos rb = pos(plane_recv_b, s, mb);
-                if (rb.present()) {
-                    if (!remote(s, next))
-                        add(rule::needless_p2p, rb.rank, rb.step, action::recv_b(s, mb));
-                    else if (!pos(plane_send_b, next, mb).present())
-                        add(rule::unmatched_recv, rb.rank, rb.step, action::recv_b(s, mb));
-                }
+                if (const order_pos rf = pos(plane_recv_f, s, mb); rf.present())
+                    check_peer(rf, action::recv_f(s, mb), s, prev, plane_send_f,
+                               rule::unmatched_recv);
+                if (const order_pos rb = pos(plane_recv_b, s, mb); rb.present())
+                    check_peer(rb, action::recv_b(s, mb), s, next, plane_send_b,
+                               rule::unmatched_recv);
             }
         }
+    }
+
+    /// A SEND or RECV at `at` needs its peer stage on another rank, holding the matching RECV
+    /// or SEND (plane `peer_plane`).
+    constexpr void check_peer(order_pos at, const action& a, int s, int peer, int peer_plane,
+                              rule unmatched) {
+        if (!remote(s, peer))
+            add(rule::needless_p2p, at.rank, at.step, a);
+        else if (!pos(peer_plane, peer, a.microbatch()).present())
+            add(unmatched, at.rank, at.step, a);
     }
 
     // ---- pass 4: UNSHARD / RESHARD / REDUCE_GRAD, in row order ------------------------------
