@@ -37,7 +37,7 @@ TEST_CASE("every rule has a short name", "[validation_report]") {
     STATIC_REQUIRE(to_string_view(rule::missing_recv) == "missing_recv");
     STATIC_REQUIRE(to_string_view(rule::deadlock) == "deadlock");
     for (std::size_t i = 0; i < ppsched::rule_count; ++i)
-        CHECK(to_string_view(static_cast<rule>(i)) != "?");
+        CHECK(std::string(to_string_view(static_cast<rule>(i))) != "?");
 }
 
 TEST_CASE("an empty report is valid and converts to true", "[validation_report]") {

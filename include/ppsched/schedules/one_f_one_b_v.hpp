@@ -73,7 +73,7 @@ class v1f1b_builder {
         std::size_t t = 0;
         for (std::size_t r = 0; r < P; ++r) offset(r, v1f1b_f0) = ++t;
         for (std::size_t r = P; r-- > 0;) offset(r, v1f1b_f1) = ++t;
-        t += p % 3 == 0 ? 4 : 1;
+        t += p % 3 == 0 ? std::size_t{4} : std::size_t{1};
         int cycle = (3 - (p + 2) % 3) % 3;
         auto place_backward = [&](std::size_t r, int letter) {
             offset(r, letter) = t;
