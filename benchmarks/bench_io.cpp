@@ -16,7 +16,7 @@ void csv_write(benchmark::State& state, workload& w) {
         std::string text = io::write_csv(in);
         benchmark::DoNotOptimize(text);
     }
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes));
     finish(state, in.action_count(), [&] { return io::write_csv(in); });
 }
 
@@ -26,7 +26,7 @@ void csv_read(benchmark::State& state, workload& w) {
         order o = io::read_csv(text);
         benchmark::DoNotOptimize(o);
     }
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * text.size()));
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(text.size()));
     finish(state, w.lowered_actions(), [&] { return io::read_csv(text); });
 }
 

@@ -16,12 +16,9 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: scripts/update-pictures.sh [--check] [--tool PATH]" >&2; exit 2 ;;
   esac
 done
-if [[ -z $tool ]]; then
-  tool=$root/build/release/tools/ppsched
-  if [[ ! -x $tool ]]; then
-    (cd "$root" && cmake --preset release >/dev/null && cmake --build --preset release --target ppsched-cli)
-  fi
-fi
+# shellcheck source=scripts/release-tool.sh
+source "$root/scripts/release-tool.sh"
+tool=$(release_tool "$root" "$tool")
 
 # name | ppsched arguments (render unless the arguments start with a subcommand of their own).
 # The costs are the defaults: F = I = W = 1, B = 2, messages free unless given.

@@ -14,12 +14,9 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: scripts/update-report-screenshot.sh [--tool PATH]" >&2; exit 2 ;;
   esac
 done
-if [[ -z $tool ]]; then
-  tool=$root/build/release/tools/ppsched
-  if [[ ! -x $tool ]]; then
-    (cd "$root" && cmake --preset release >/dev/null && cmake --build --preset release --target ppsched-cli)
-  fi
-fi
+# shellcheck source=scripts/release-tool.sh
+source "$root/scripts/release-tool.sh"
+tool=$(release_tool "$root" "$tool")
 /usr/bin/python3 "$root/tests/browser/test_report.py" --tool "$tool" --only compare \
   --screenshot "$root/docs/img/report_4x8.png"
 echo "update-report-screenshot: wrote docs/img/report_4x8.png"

@@ -14,27 +14,17 @@
 #include <vector>
 
 #include "support/torch_cases.hpp"
+#include "support/torch_orders.hpp"
 
 using ppsched::action;
 using ppsched::config;
 using ppsched::order;
 
+using ppsched_test::case_config;
+using ppsched_test::load;
+using ppsched_test::torch_dir;
+
 namespace {
-
-const std::string torch_dir = std::string(PPSCHED_CONFORMANCE_DIR) + "/torch";
-
-config case_config(const ppsched_test::torch_case& c) {
-    const bool v = c.schedule == "ZBVZeroBubble" || c.schedule == "DualPipeV";
-    return config{.ranks = c.ranks,
-                  .stages_per_rank = c.stages_per_rank,
-                  .microbatches = c.microbatches,
-                  .placement = v ? ppsched::stage_placement::v : ppsched::stage_placement::loop};
-}
-
-order load(const std::string& relative, const config& cfg) {
-    const std::string path = torch_dir + "/" + relative;
-    return ppsched::io::read_csv(ppsched::io::read_file(path), cfg, path);
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
     std::vector<std::string> out;

@@ -1,5 +1,5 @@
 #include <ppsched/algorithms/add_unshard_reshard.hpp>
-#include <ppsched/detail/py_int_set.hpp>
+#include <ppsched/algorithms/detail/py_int_set.hpp>
 
 #include <catch2/catch.hpp>
 

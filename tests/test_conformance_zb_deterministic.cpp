@@ -16,29 +16,22 @@
 #include <string>
 
 #include "support/conformance_cases.hpp"
+#include "support/zb_cases.hpp"
 #include "support/zb_checks.hpp"
 #include "support/zb_measures.hpp"
 
 using ppsched::config;
 
+using ppsched_test::config_of;
+using ppsched_test::number;
+
 namespace {
 
-const std::string dir = std::string(PPSCHED_CONFORMANCE_DIR) + "/zb";
+const std::string& dir = ppsched_test::zb_dir;
 
 bool deterministic(const std::string& schedule) {
     return schedule == "1F1B" || schedule == "ZB-H1" || schedule == "ZB-H2" ||
            schedule == "ZB-V-Hand" || schedule == "1F1B-V";
-}
-
-double number(const ppsched_test::conformance_case& c, const std::string& key) {
-    REQUIRE(c.has(key));
-    return std::stod(c.get(key));
-}
-
-config config_of(const ppsched_test::conformance_case& c) {
-    return config{.ranks = c.integer("ranks"),
-                  .stages_per_rank = c.integer("stages_per_rank"),
-                  .microbatches = c.integer("microbatches")};
 }
 
 } // namespace

@@ -18,29 +18,22 @@
 #include <string>
 
 #include "support/conformance_cases.hpp"
+#include "support/zb_cases.hpp"
 #include "support/zb_checks.hpp"
 #include "support/zb_measures.hpp"
 
 using ppsched::config;
 
+using ppsched_test::config_of;
+using ppsched_test::number;
+
 namespace {
 
-const std::string dir = std::string(PPSCHED_CONFORMANCE_DIR) + "/zb";
+const std::string& dir = ppsched_test::zb_dir;
 
 bool heuristic(const std::string& schedule) {
     return schedule == "ZB-1P" || schedule == "ZB-2P" || schedule == "ZB-V" ||
            schedule == "V-Half" || schedule == "V-Min";
-}
-
-double number(const ppsched_test::conformance_case& c, const std::string& key) {
-    REQUIRE(c.has(key));
-    return std::stod(c.get(key));
-}
-
-config config_of(const ppsched_test::conformance_case& c) {
-    return config{.ranks = c.integer("ranks"),
-                  .stages_per_rank = c.integer("stages_per_rank"),
-                  .microbatches = c.integer("microbatches")};
 }
 
 } // namespace

@@ -653,7 +653,7 @@ TEST_CASE("lowered orders receive from each peer in the order it sends", "[execu
             for (std::size_t a = 0; a < n; ++a)
                 for (std::size_t b = 0; b < n; ++b) {
                     CHECK(sent[a][b] == received[a][b]);
-                    pairs += sent[a][b].empty() ? 0 : 1;
+                    if (!sent[a][b].empty()) ++pairs;
                 }
         }
     }

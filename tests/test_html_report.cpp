@@ -1,6 +1,6 @@
 #include <ppsched/algorithms/lower.hpp>
 #include <ppsched/algorithms/simulate.hpp>
-#include <ppsched/detail/json.hpp>
+#include <ppsched/io/detail/json.hpp>
 #include <ppsched/generate.hpp>
 #include <ppsched/io/csv.hpp>
 #include <ppsched/io/html_report.hpp>

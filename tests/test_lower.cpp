@@ -195,8 +195,8 @@ TEST_CASE("lower handles every schedule at configurations beyond PyTorch's grid"
                         }
                     for (const auto& row : lowered)
                         for (const auto& s : row) {
-                            sends += ppsched::is_send(s->kind()) ? 1 : 0;
-                            recvs += ppsched::is_recv(s->kind()) ? 1 : 0;
+                            if (ppsched::is_send(s->kind())) ++sends;
+                            if (ppsched::is_recv(s->kind())) ++recvs;
                         }
                     CHECK(sends == needed);
                     CHECK(recvs == needed);
@@ -220,7 +220,7 @@ TEST_CASE("lower handles the orders of the schedules' own authors", "[lower][gen
             continue;
         INFO(path);
         const auto o = ppsched::io::read_csv_file(path);
-        dual += o.cfg().placement == stage_placement::dual ? 1 : 0;
+        if (o.cfg().placement == stage_placement::dual) ++dual;
         REQUIRE(ppsched::validate(o));
         const auto lowered = ppsched::lower(o);
         const auto report = ppsched::validate(lowered);

@@ -170,7 +170,8 @@ order random_valid_order(rng& g) {
 std::size_t action_count(const order& o) {
     std::size_t n = 0;
     for (const auto& row : o)
-        for (const auto& s : row) n += s ? 1 : 0;
+        for (const auto& s : row)
+            if (s) ++n;
     return n;
 }
 

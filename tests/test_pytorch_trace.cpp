@@ -274,7 +274,7 @@ TEST_CASE("every truncation of a trace is a parse_error, never a crash", "[pytor
     std::size_t errors = 0;
     for (std::size_t cut = 0; cut + 1 < rank1.size(); ++cut) {
         const std::string msg = error_of({{rank1.substr(0, cut), "cut.json"}});
-        errors += msg.rfind("parse_error: cut.json:", 0) == 0 ? 1 : 0;
+        if (msg.rfind("parse_error: cut.json:", 0) == 0) ++errors;
     }
     // Only cuts inside the trailing white space after the closing brace read fine.
     CHECK(errors >= rank1.size() - 3);

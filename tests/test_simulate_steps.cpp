@@ -17,52 +17,19 @@
 #include <vector>
 
 #include "support/step_table_reader.hpp"
+#include "support/hand_orders.hpp"
 #include "support/torch_cases.hpp"
+#include "support/torch_orders.hpp"
 
 using ppsched::action;
 using ppsched::config;
 using ppsched::order;
 
+using ppsched_test::case_config;
+using ppsched_test::load;
+using ppsched_test::torch_dir;
+
 namespace {
-
-const std::string torch_dir = std::string(PPSCHED_CONFORMANCE_DIR) + "/torch";
-
-config case_config(const ppsched_test::torch_case& c) {
-    const bool v = c.schedule == "ZBVZeroBubble" || c.schedule == "DualPipeV";
-    return config{.ranks = c.ranks,
-                  .stages_per_rank = c.stages_per_rank,
-                  .microbatches = c.microbatches,
-                  .placement = v ? ppsched::stage_placement::v : ppsched::stage_placement::loop};
-}
-
-order load(const std::string& relative, const config& cfg) {
-    const std::string path = torch_dir + "/" + relative;
-    return ppsched::io::read_csv(ppsched::io::read_file(path), cfg, path);
-}
-
-constexpr config two_ranks{.ranks = 2, .stages_per_rank = 1, .microbatches = 2};
-
-/// GPipe for 2 ranks, 2 microbatches, lowered by hand.
-constexpr order gpipe_lowered() {
-    order o(two_ranks);
-    for (int mb = 0; mb < 2; ++mb) {
-        o.push(0, action::forward(0, mb));
-        o.push(0, action::send_f(0, mb));
-    }
-    for (int mb = 0; mb < 2; ++mb) {
-        o.push(0, action::recv_b(0, mb));
-        o.push(0, action::full_backward(0, mb));
-    }
-    for (int mb = 0; mb < 2; ++mb) {
-        o.push(1, action::recv_f(1, mb));
-        o.push(1, action::forward(1, mb));
-    }
-    for (int mb = 0; mb < 2; ++mb) {
-        o.push(1, action::full_backward(1, mb));
-        o.push(1, action::send_b(1, mb));
-    }
-    return o;
-}
 
 constexpr int step_of(const order& timeline, int rank, const action& a) {
     const auto& row = timeline.rank(rank);
@@ -75,7 +42,7 @@ constexpr int step_of(const order& timeline, int rank, const action& a) {
 
 TEST_CASE("a receive runs in the same step as its send, at compile time",
           "[simulate_steps][static]") {
-    constexpr auto sim = [] { return ppsched::simulate_steps(gpipe_lowered()); };
+    constexpr auto sim = [] { return ppsched::simulate_steps(ppsched_test::gpipe_2x2_lowered()); };
     STATIC_REQUIRE(sim().completed());
     STATIC_REQUIRE(step_of(sim().timeline, 0, action::send_f(0, 0)) == 1);
     STATIC_REQUIRE(step_of(sim().timeline, 1, action::recv_f(1, 0)) == 1);
@@ -147,7 +114,7 @@ TEST_CASE("every lowered PyTorch order runs to the end, FSDP actions and overlap
 TEST_CASE("a receive moved ahead of the sends it depends on deadlocks with the waits named",
           "[simulate_steps]") {
     // Rank 0 now waits for 1's gradient before it sends its first activation.
-    order o = gpipe_lowered();
+    order o = ppsched_test::gpipe_2x2_lowered();
     auto& row = o.rank(0);
     row.insert(row.begin(), action::recv_b(0, 0));
     row.erase(row.begin() + 5);
@@ -163,13 +130,13 @@ TEST_CASE("a receive moved ahead of the sends it depends on deadlocks with the w
 
 TEST_CASE("a compute without its receive, or a receive never sent, is stuck for good",
           "[simulate_steps]") {
-    order no_recv = gpipe_lowered();
+    order no_recv = ppsched_test::gpipe_2x2_lowered();
     no_recv.rank(1).erase(no_recv.rank(1).begin()); // drop 1RECV_F0
     const auto a = ppsched::simulate_steps(no_recv);
     REQUIRE(a.stuck.size() == 2);
     CHECK(a.stuck[1] == ppsched::step_wait{1, 0, action::forward(1, 0), action::recv_f(1, 0), -1});
 
-    order no_send = gpipe_lowered();
+    order no_send = ppsched_test::gpipe_2x2_lowered();
     no_send.rank(0).erase(no_send.rank(0).begin() + 1); // drop 0SEND_F0
     const auto b = ppsched::simulate_steps(no_send);
     REQUIRE_FALSE(b);

@@ -1,4 +1,5 @@
 #include <ppsched/io/step_table.hpp>
+#include <ppsched/algorithms/validate.hpp>
 #include <ppsched/io/csv.hpp>
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "support/hand_orders.hpp"
 
 namespace fs = std::filesystem;
 
@@ -158,4 +161,16 @@ TEST_CASE("the step table takes any forward range of rows, also rows made on the
     };
     static_assert(ppsched::order_range<generated_rows>);
     CHECK(ppsched::io::format_step_table(generated_rows{&reference}) == expected);
+}
+
+TEST_CASE("the report prints the step table with the failing step marked", "[step_table]") {
+    ppsched::order o = ppsched_test::gpipe_2x2();
+    std::swap(o.rank(1)[1], o.rank(1)[3]);
+    const auto rep = validate(o);
+    const std::string text = ppsched::format_report(o, rep);
+    CHECK(text.find("rank 1, step 1: 1B1 runs before its forward 1F1 (rank 1, step 3) "
+                    "[backward_before_forward]") != std::string::npos);
+    CHECK(text.find("Step 1: 0F1    1B1    <-- ERROR HERE") != std::string::npos);
+    CHECK(ppsched::format_report(ppsched_test::gpipe_2x2(), validate(ppsched_test::gpipe_2x2()))
+              .rfind("valid\n", 0) == 0);
 }

@@ -100,3 +100,26 @@ TEST_CASE("docs/reference.md names every public header", "[umbrella][docs]") {
         CHECK(reference.find(rel) != std::string::npos);
     }
 }
+
+TEST_CASE("no algorithm header includes an io header", "[umbrella][layers]") {
+    for (const auto& entry : fs::recursive_directory_iterator(include_dir / "ppsched/algorithms")) {
+        if (entry.path().extension() != ".hpp") continue;
+        const std::string rel = fs::relative(entry.path(), include_dir).generic_string();
+        for (const auto& inc : direct_includes(rel)) {
+            INFO(rel << " includes " << inc);
+            CHECK(inc.rfind("ppsched/io/", 0) != 0);
+        }
+    }
+}
+
+TEST_CASE("the pictures reach the simulation's results, not the simulator", "[umbrella][layers]") {
+    for (const std::string picture :
+         {"ppsched/io/chart.hpp", "ppsched/io/svg.hpp", "ppsched/io/chrome_trace.hpp",
+          "ppsched/io/html_report.hpp", "ppsched/io/text_timeline.hpp"}) {
+        const auto reached = reachable_from(picture);
+        INFO(picture);
+        CHECK(reached.count("ppsched/simulation.hpp") == 1);
+        CHECK(reached.count("ppsched/algorithms/simulate.hpp") == 0);
+        CHECK(reached.count("ppsched/algorithms/detail/simulator.hpp") == 0);
+    }
+}

@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "support/hand_orders.hpp"
 #include "support/torch_cases.hpp"
+#include "support/torch_orders.hpp"
 
 using ppsched::action;
 using ppsched::config;
@@ -25,49 +27,16 @@ using ppsched::order;
 using ppsched::rule;
 using ppsched::validate;
 
+using ppsched_test::case_config;
+using ppsched_test::gpipe_2x2;
+using ppsched_test::gpipe_2x2_lowered;
+using ppsched_test::load;
+using ppsched_test::torch_dir;
+using ppsched_test::two_ranks;
+
 namespace {
 
-const std::string torch_dir = std::string(PPSCHED_CONFORMANCE_DIR) + "/torch";
-
 // ---- small orders, usable in constant expressions --------------------------------------------
-
-constexpr config two_ranks{.ranks = 2, .stages_per_rank = 1, .microbatches = 2};
-
-/// Hand-written GPipe for 2 ranks and 2 microbatches, compute only.
-constexpr order gpipe_2x2() {
-    order o(two_ranks);
-    o.push(0, action::forward(0, 0));
-    o.push(0, action::forward(0, 1));
-    o.push(0, action::full_backward(0, 0));
-    o.push(0, action::full_backward(0, 1));
-    o.push(1, action::forward(1, 0));
-    o.push(1, action::forward(1, 1));
-    o.push(1, action::full_backward(1, 0));
-    o.push(1, action::full_backward(1, 1));
-    return o;
-}
-
-/// The same, lowered by hand: sends right after the compute, receives right before it.
-constexpr order gpipe_2x2_lowered() {
-    order o(two_ranks);
-    for (int mb = 0; mb < 2; ++mb) {
-        o.push(0, action::forward(0, mb));
-        o.push(0, action::send_f(0, mb));
-    }
-    for (int mb = 0; mb < 2; ++mb) {
-        o.push(0, action::recv_b(0, mb));
-        o.push(0, action::full_backward(0, mb));
-    }
-    for (int mb = 0; mb < 2; ++mb) {
-        o.push(1, action::recv_f(1, mb));
-        o.push(1, action::forward(1, mb));
-    }
-    for (int mb = 0; mb < 2; ++mb) {
-        o.push(1, action::full_backward(1, mb));
-        o.push(1, action::send_b(1, mb));
-    }
-    return o;
-}
 
 /// A V placement with 2 ranks: rank 1 holds stages 1 and 2 (adjacent: no communication).
 constexpr order v_2x1_split_backward() {
@@ -137,19 +106,6 @@ constexpr config v_2x2{
     .ranks = 2, .stages_per_rank = 2, .microbatches = 2, .placement = ppsched::stage_placement::v};
 
 // ---- run-time helpers ------------------------------------------------------------------------
-
-config case_config(const ppsched_test::torch_case& c) {
-    const bool v = c.schedule == "ZBVZeroBubble" || c.schedule == "DualPipeV";
-    return config{.ranks = c.ranks,
-                  .stages_per_rank = c.stages_per_rank,
-                  .microbatches = c.microbatches,
-                  .placement = v ? ppsched::stage_placement::v : ppsched::stage_placement::loop};
-}
-
-order load(const std::string& relative, const config& cfg) {
-    const std::string path = torch_dir + "/" + relative;
-    return ppsched::io::read_csv(ppsched::io::read_file(path), cfg, path);
-}
 
 order load_case(const std::string& schedule, int ranks, int mb, int v, bool comms) {
     for (const auto& c : ppsched_test::read_torch_cases(torch_dir + "/cases.json"))
@@ -851,17 +807,6 @@ TEST_CASE("every single send or receive removed from a lowered order is caught",
         }
         CHECK(checked > 0);
     }
-}
-
-TEST_CASE("the report prints the step table with the failing step marked", "[validate]") {
-    order o = gpipe_2x2();
-    std::swap(o.rank(1)[1], o.rank(1)[3]);
-    const auto rep = validate(o);
-    const std::string text = ppsched::format_report(o, rep);
-    CHECK(text.find("rank 1, step 1: 1B1 runs before its forward 1F1 (rank 1, step 3) "
-                    "[backward_before_forward]") != std::string::npos);
-    CHECK(text.find("Step 1: 0F1    1B1    <-- ERROR HERE") != std::string::npos);
-    CHECK(ppsched::format_report(gpipe_2x2(), validate(gpipe_2x2())).rfind("valid\n", 0) == 0);
 }
 
 TEST_CASE("validate agrees with a naive reference on every adjacent swap and every move of one "

@@ -98,16 +98,7 @@ std::string text_report(int p, int m, const std::optional<double>& limit,
                         format_number(r.sim.makespan), format_number(r.sim.bubble_ratio),
                         format_number(100 * r.sim.bubble_fraction) + " %",
                         format_number(r.peak_activations), format_number(r.peak_memory)});
-    std::array<std::size_t, 7> width{};
-    for (const auto& r : rows)
-        for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-    for (const auto& r : rows) {
-        std::string line = " ";
-        for (std::size_t i = 0; i < r.size(); ++i)
-            line += " " + r[i] + std::string(width[i] - r[i].size(), ' ');
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        out += line + "\n";
-    }
+    append_aligned_table(out, rows);
     out += memory_unit_note;
     if (!rejected.empty()) {
         out += "\nnot applicable:\n";
@@ -143,6 +134,249 @@ std::string json_report(int p, int m, const std::optional<double>& limit,
     return out + "]}\n";
 }
 
+// What the options ask for, read and checked before anything is simulated.
+struct compare_request {
+    int p = 1, m = 1, v_min = 1, v_max = 4;
+    long long max_actions = 0, max_boxes = 0;
+    std::string format;
+    bool lower = false;
+    std::optional<std::string> output_path;
+    cost_model costs;
+    std::optional<double> limit;
+    // A rank's parameters take their share of the limit whatever the schedule (they are split
+    // over its stages like the rest); memory-aware schedules plan the activations in the rest.
+    double parameters = 0;
+    std::optional<model_layout_costs> from_model;
+    bool per_stage_file = false, per_stage = false;
+    double tune_seconds = 1;
+};
+
+// What was simulated (by makespan once ranked) and what was not, with why.
+struct comparison {
+    std::vector<result> results;
+    std::vector<rejection> rejected;
+    std::vector<std::unique_ptr<schedule_entry>> tuned_entries; // the entries of tuned results
+};
+
+compare_request read_request(const args& a) {
+    compare_request q;
+    if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
+    if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
+    q.format = a.value("--format").value_or("text");
+    if (q.format != "text" && q.format != "json" && q.format != "none")
+        throw usage_error("--format must be text, json or none, got '" + printable(q.format) + "'");
+    q.p = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
+    q.m = static_cast<int>(a.integer("--microbatches", 1, 1LL << 30, 1));
+    q.v_max = static_cast<int>(a.integer("--max-stages-per-rank", 1, 64, 4));
+    if (a.has("--stages-per-rank"))
+        q.v_min = q.v_max = static_cast<int>(a.integer("--stages-per-rank", 1, max_stage + 1, 1));
+    q.max_actions = a.integer("--max-actions", 1, 1LL << 40, 50'000'000);
+    q.max_boxes = a.integer("--max-boxes", 1, 1LL << 40, default_max_boxes);
+    q.lower = a.has("--lower");
+    q.output_path = a.value("--output");
+    if (a.has("--max-boxes") && !q.output_path)
+        throw usage_error("--max-boxes needs --output (nothing is drawn without it)");
+    // Every picture together: at least a forward and a backward per stage and microbatch of
+    // each schedule tried (about 20), checked before anything is simulated.
+    if (q.output_path && 2LL * q.p * q.m * q.v_min > q.max_boxes)
+        throw usage_error(too_many_boxes(2LL * q.p * q.m * q.v_min, q.max_boxes));
+    q.costs = read_cost_options(a);
+    if (auto text = a.value("--memory-limit")) q.limit = parse_number(*text, "--memory-limit");
+    q.parameters = q.costs.uniform.parameters.value_or(0.0);
+    // --model --layout: the layout fixes V and the per-stage costs; the capacity is the limit.
+    q.from_model = read_model_layout(a);
+    if (q.from_model) {
+        const int stages = q.from_model->stages;
+        if (stages % q.p != 0)
+            throw usage_error("--layout has " + std::to_string(stages) +
+                              " stages, not a multiple of the " + std::to_string(q.p) + " ranks");
+        q.v_min = q.v_max = stages / q.p;
+        if (!q.limit) q.limit = q.from_model->capacity;
+        q.parameters = 0; // the largest rank's parameters (stage sums, any placement: a bound)
+        for (int s = 0; s < stages; ++s)
+            q.parameters = std::max(q.parameters, q.costs.at(s).parameters * q.v_min);
+    }
+    // A cost file with per-stage values fixes the stage count, hence V: every schedule with
+    // that V is timed with the costs as they are (nothing is split), and so is the order
+    // `tune` finds for them.
+    q.per_stage_file = !q.costs.per_stage.empty() && !q.from_model;
+    if (q.per_stage_file) {
+        const auto stages = static_cast<long long>(q.costs.per_stage.size());
+        if (stages % q.p != 0)
+            throw usage_error("the cost file has " + std::to_string(stages) +
+                              " per-stage entries, not a multiple of the " + std::to_string(q.p) +
+                              " ranks (one entry per stage: ranks x stages per rank)");
+        if (a.has("--stages-per-rank") && q.v_min != stages / q.p)
+            throw usage_error("--stages-per-rank " + std::to_string(q.v_min) +
+                              " disagrees with the " + std::to_string(stages) +
+                              " per-stage entries of the cost file (" +
+                              std::to_string(stages / q.p) + " per rank)");
+        q.v_min = q.v_max = static_cast<int>(stages / q.p);
+        for (int s = 0; s < static_cast<int>(stages); ++s)
+            q.parameters = std::max(q.parameters, q.costs.at(s).parameters * q.v_min);
+    }
+    q.per_stage = q.from_model.has_value() || q.per_stage_file;
+    q.tune_seconds =
+        a.has("--tune-time") ? parse_number(*a.value("--tune-time"), "--tune-time") : 1.0;
+    if (a.has("--tune-time") && !q.per_stage)
+        throw usage_error("--tune-time needs per-stage costs (a cost file with per-stage values, "
+                          "or --model --layout)");
+    return q;
+}
+
+// Simulates `o` under `costs` (lowered first with --lower); the timeline is kept only for a
+// picture, so that memory is one order at a time.
+result simulated(const compare_request& q, const schedule_entry& e, int v, order o,
+                 const cost_model& costs) {
+    if (q.lower) o = lower(o);
+    result r{&e, v, simulate(o, costs, simulate_options{.timeline = q.output_path.has_value()}), 0,
+             0};
+    r.peak_activations = max_over_ranks(r.sim, &rank_summary::peak_activations);
+    r.peak_memory = max_over_ranks(r.sim, &rank_summary::peak_memory);
+    return r;
+}
+
+// Every built-in schedule at every V it accepts: a result per fit, else a rejection with the
+// most telling reason.
+void collect_builtin(const compare_request& q, comparison& c) {
+    for (const schedule_entry& e : builtin_schedules().entries()) {
+        std::string first_reason; // why it was not simulated
+        bool any = false;
+        if (q.per_stage && e.placement == stage_placement::dual) {
+            // Per-stage costs describe one pipeline in model order; dual runs two.
+            c.rejected.push_back({e.pytorch_name, q.from_model
+                                                      ? "a --layout describes one pipeline, not two"
+                                                      : "per-stage costs describe one pipeline, "
+                                                        "not two"});
+            continue;
+        }
+        for (int v = q.v_min; v <= q.v_max; ++v) {
+            const config cfg{.ranks = q.p, .stages_per_rank = v, .microbatches = q.m};
+            const cost_model split =
+                q.per_stage ? q.costs
+                            : split_over_stages(q.costs, stages_per_microbatch(v, e.placement));
+            schedule_params params = with_costs(e, {}, split);
+            if (q.limit && *q.limit > q.parameters && takes_parameter(e, "memory_limit"))
+                params.memory_limit = *q.limit - q.parameters;
+            try {
+                e.check(cfg, params);
+            } catch (const config_error& err) {
+                // Prefer the reason for the schedule's own default V (the most telling one).
+                if (first_reason.empty() || v == e.default_stages_per_rank)
+                    first_reason = reason_of(err.what());
+                continue;
+            }
+            if (3LL * q.p * v * q.m > q.max_actions) {
+                if (first_reason.empty()) first_reason = "more actions than --max-actions";
+                continue;
+            }
+            result r = simulated(q, e, v, e.generate(cfg, params), split);
+            if (!r.sim) {
+                if (first_reason.empty()) first_reason = describe_problem(r.sim);
+                continue;
+            }
+            if (q.limit && r.peak_memory > *q.limit * (1 + 1e-12)) {
+                const std::string why = "peak memory " + format_number(r.peak_memory) +
+                                        " exceeds the limit " + format_number(*q.limit) +
+                                        " (stages per rank: " + std::to_string(v) + ")";
+                if (first_reason.empty() || v == e.default_stages_per_rank) first_reason = why;
+                continue;
+            }
+            c.results.push_back(std::move(r));
+            any = true;
+        }
+        if (!any) c.rejected.push_back({e.pytorch_name, first_reason});
+    }
+}
+
+// With per-stage costs, the auto-scheduler's order for each placement too.
+void collect_tuned(const compare_request& q, comparison& c) {
+    if (!q.per_stage || q.tune_seconds <= 0) return;
+    for (auto placement : {stage_placement::loop, stage_placement::v}) {
+        if (placement == stage_placement::v && q.v_min < 2) continue;
+        auto entry = std::make_unique<schedule_entry>();
+        entry->name = std::string("tuned_") + std::string(to_string_view(placement));
+        entry->pytorch_name = "tuned (" + std::string(to_string_view(placement)) + ")";
+        entry->placement = placement;
+        tune_problem prob;
+        prob.ranks = q.p;
+        prob.microbatches = q.m;
+        prob.stages_per_rank = q.v_min;
+        prob.placement = placement;
+        prob.costs = q.costs;
+        prob.memory_limit = q.limit;
+        tune_options topts;
+        topts.time_limit = q.tune_seconds;
+        try {
+            const tune_result tr = tune(prob, topts);
+            c.results.push_back(simulated(q, *entry, q.v_min, tr.best, q.costs));
+        } catch (const config_error& err) {
+            c.rejected.push_back({entry->pytorch_name, reason_of(err.what())});
+        }
+        c.tuned_entries.push_back(std::move(entry));
+    }
+}
+
+// By makespan; ties by memory, then as listed (stable).
+void rank_results(std::vector<result>& results) {
+    std::stable_sort(results.begin(), results.end(), [](const result& x, const result& y) {
+        if (x.sim.makespan != y.sim.makespan) return x.sim.makespan < y.sim.makespan;
+        return x.peak_memory < y.peak_memory;
+    });
+}
+
+// The results on one time axis, fastest first.
+std::string picture(const compare_request& q, const std::vector<result>& results) {
+    long long boxes = 0;
+    for (const auto& r : results) boxes += static_cast<long long>(r.sim.timeline.size());
+    if (boxes > q.max_boxes) throw usage_error(too_many_boxes(boxes, q.max_boxes));
+    std::vector<io::chart> charts;
+    for (const auto& r : results) {
+        const config cfg{.ranks = q.p,
+                         .stages_per_rank = r.stages_per_rank,
+                         .microbatches = q.m,
+                         .placement = r.entry->placement};
+        charts.push_back({r.entry->pytorch_name, cfg, r.sim, false, ""});
+    }
+    io::svg_options opts;
+    opts.title = "ppsched compare: " + std::to_string(q.p) + " ranks, " + std::to_string(q.m) +
+                 " microbatches" + (q.lower ? ", lowered" : "");
+    opts.subtitle = q.from_model ? "fastest first; per-stage costs of --model --layout"
+                    : q.per_stage_file
+                        ? "fastest first; per-stage costs of the cost file"
+                        : "fastest first; the costs are a rank's share of the model, "
+                          "split over its V stages";
+    return io::write_svg(charts, opts);
+}
+
+// Writes the picture (when asked for) and the report; the exit status.
+int write_comparison(const compare_request& q, const comparison& c, output& out) {
+    if (q.output_path && !c.results.empty()) {
+        if (*q.output_path == "-") {
+            // The picture is the output (the report would corrupt it).
+            out.out = picture(q, c.results);
+            return exit_ok;
+        }
+        write_output_file(*q.output_path, picture(q, c.results));
+    }
+    if (q.format == "text") out.out = text_report(q.p, q.m, q.limit, c.results, c.rejected);
+    if (q.per_stage && q.format == "text") {
+        const std::string share = "the costs are a rank's share of the model";
+        if (const auto at = out.out.find(share); at != std::string::npos)
+            out.out.replace(at, share.size(),
+                            q.from_model ? "per-stage costs of --model --layout"
+                                         : "per-stage costs of the cost file");
+    }
+    if (q.format == "json") out.out = json_report(q.p, q.m, q.limit, c.results, c.rejected);
+    if (c.results.empty()) {
+        out.err = "ppsched: compare: no schedule accepts " + std::to_string(q.p) + " ranks and " +
+                  std::to_string(q.m) + " microbatches" +
+                  (q.limit ? " within the memory limit " + format_number(*q.limit) : "") + "\n";
+        return exit_failure;
+    }
+    return exit_ok;
+}
+
 } // namespace
 
 int cmd_compare(std::span<const std::string> argv, output& out) {
@@ -152,205 +386,12 @@ int cmd_compare(std::span<const std::string> argv, output& out) {
         return exit_ok;
     }
     a.expect_positionals(0, 0, "");
-    if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
-    if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
-    const std::string format = a.value("--format").value_or("text");
-    if (format != "text" && format != "json" && format != "none")
-        throw usage_error("--format must be text, json or none, got '" + printable(format) + "'");
-    const int p = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
-    const int m = static_cast<int>(a.integer("--microbatches", 1, 1LL << 30, 1));
-    int v_min = 1, v_max = static_cast<int>(a.integer("--max-stages-per-rank", 1, 64, 4));
-    if (a.has("--stages-per-rank"))
-        v_min = v_max = static_cast<int>(a.integer("--stages-per-rank", 1, max_stage + 1, 1));
-    const long long max_actions = a.integer("--max-actions", 1, 1LL << 40, 50'000'000);
-    const long long max_boxes = a.integer("--max-boxes", 1, 1LL << 40, default_max_boxes);
-    if (a.has("--max-boxes") && !a.has("--output"))
-        throw usage_error("--max-boxes needs --output (nothing is drawn without it)");
-    // Every picture together: at least a forward and a backward per stage and microbatch of
-    // each schedule tried (about 20), checked before anything is simulated.
-    if (a.has("--output") && 2LL * p * m * v_min > max_boxes)
-        throw usage_error(too_many_boxes(2LL * p * m * v_min, max_boxes));
-    const cost_model costs = read_cost_options(a);
-    std::optional<double> limit;
-    if (auto text = a.value("--memory-limit")) limit = parse_number(*text, "--memory-limit");
-    // A rank's parameters take their share of the limit whatever the schedule (they are split
-    // over its stages like the rest); memory-aware schedules plan the activations in the rest.
-    double parameters = costs.uniform.parameters.value_or(0.0);
-    // --model --layout: the layout fixes V and the per-stage costs; the capacity is the limit.
-    const std::optional<model_layout_costs> from_model = read_model_layout(a);
-    if (from_model) {
-        const int stages = from_model->stages;
-        if (stages % p != 0)
-            throw usage_error("--layout has " + std::to_string(stages) +
-                              " stages, not a multiple of the " + std::to_string(p) + " ranks");
-        v_min = v_max = stages / p;
-        if (!limit) limit = from_model->capacity;
-        parameters = 0; // the largest rank's parameters (stage sums, any placement: a bound)
-        for (int s = 0; s < stages; ++s)
-            parameters = std::max(parameters, costs.at(s).parameters * v_min);
-    }
-    // A cost file with per-stage values fixes the stage count, hence V: every schedule with
-    // that V is timed with the costs as they are (nothing is split), and so is the order
-    // `tune` finds for them.
-    const bool per_stage_file = !costs.per_stage.empty() && !from_model;
-    if (per_stage_file) {
-        const auto stages = static_cast<long long>(costs.per_stage.size());
-        if (stages % p != 0)
-            throw usage_error("the cost file has " + std::to_string(stages) +
-                              " per-stage entries, not a multiple of the " + std::to_string(p) +
-                              " ranks (one entry per stage: ranks x stages per rank)");
-        if (a.has("--stages-per-rank") && v_min != stages / p)
-            throw usage_error("--stages-per-rank " + std::to_string(v_min) +
-                              " disagrees with the " + std::to_string(stages) +
-                              " per-stage entries of the cost file (" + std::to_string(stages / p) +
-                              " per rank)");
-        v_min = v_max = static_cast<int>(stages / p);
-        for (int s = 0; s < static_cast<int>(stages); ++s)
-            parameters = std::max(parameters, costs.at(s).parameters * v_min);
-    }
-    const bool per_stage = from_model.has_value() || per_stage_file;
-    const double tune_seconds =
-        a.has("--tune-time") ? parse_number(*a.value("--tune-time"), "--tune-time") : 1.0;
-    if (a.has("--tune-time") && !per_stage)
-        throw usage_error("--tune-time needs per-stage costs (a cost file with per-stage values, "
-                          "or --model --layout)");
-
-    std::vector<result> results;
-    std::vector<rejection> rejected;
-    for (const schedule_entry& e : builtin_schedules().entries()) {
-        std::string first_reason; // why it was not simulated
-        bool any = false;
-        if (per_stage && e.placement == stage_placement::dual) {
-            // Per-stage costs describe one pipeline in model order; dual runs two.
-            rejected.push_back({e.pytorch_name, from_model
-                                                    ? "a --layout describes one pipeline, not two"
-                                                    : "per-stage costs describe one pipeline, "
-                                                      "not two"});
-            continue;
-        }
-        for (int v = v_min; v <= v_max; ++v) {
-            const config cfg{.ranks = p, .stages_per_rank = v, .microbatches = m};
-            const cost_model split =
-                per_stage ? costs : split_over_stages(costs, stages_per_microbatch(v, e.placement));
-            schedule_params params = with_costs(e, {}, split);
-            if (limit && *limit > parameters && takes_parameter(e, "memory_limit"))
-                params.memory_limit = *limit - parameters;
-            try {
-                e.check(cfg, params);
-            } catch (const config_error& err) {
-                // Prefer the reason for the schedule's own default V (the most telling one).
-                if (first_reason.empty() || v == e.default_stages_per_rank)
-                    first_reason = reason_of(err.what());
-                continue;
-            }
-            if (3LL * p * v * m > max_actions) {
-                if (first_reason.empty()) first_reason = "more actions than --max-actions";
-                continue;
-            }
-            order o = e.generate(cfg, params);
-            if (a.has("--lower")) o = lower(o);
-            // Without a picture no timeline is kept: memory is one order at a time.
-            result r{&e, v, simulate(o, split, simulate_options{.timeline = a.has("--output")}), 0,
-                     0};
-            if (!r.sim) {
-                if (first_reason.empty()) first_reason = describe_problem(r.sim);
-                continue;
-            }
-            r.peak_activations = max_over_ranks(r.sim, &rank_summary::peak_activations);
-            r.peak_memory = max_over_ranks(r.sim, &rank_summary::peak_memory);
-            if (limit && r.peak_memory > *limit * (1 + 1e-12)) {
-                const std::string why = "peak memory " + format_number(r.peak_memory) +
-                                        " exceeds the limit " + format_number(*limit) +
-                                        " (stages per rank: " + std::to_string(v) + ")";
-                if (first_reason.empty() || v == e.default_stages_per_rank) first_reason = why;
-                continue;
-            }
-            results.push_back(std::move(r));
-            any = true;
-        }
-        if (!any) rejected.push_back({e.pytorch_name, first_reason});
-    }
-    // With per-stage costs, the auto-scheduler's order for each placement too.
-    std::vector<std::unique_ptr<schedule_entry>> tuned_entries;
-    if (per_stage && tune_seconds > 0) {
-        for (auto placement : {stage_placement::loop, stage_placement::v}) {
-            if (placement == stage_placement::v && v_min < 2) continue;
-            auto entry = std::make_unique<schedule_entry>();
-            entry->name = std::string("tuned_") + std::string(to_string_view(placement));
-            entry->pytorch_name = "tuned (" + std::string(to_string_view(placement)) + ")";
-            entry->placement = placement;
-            tune_problem prob;
-            prob.ranks = p;
-            prob.microbatches = m;
-            prob.stages_per_rank = v_min;
-            prob.placement = placement;
-            prob.costs = costs;
-            prob.memory_limit = limit;
-            tune_options topts;
-            topts.time_limit = tune_seconds;
-            try {
-                const tune_result tr = tune(prob, topts);
-                order o = tr.best;
-                if (a.has("--lower")) o = lower(o);
-                result r{entry.get(), v_min,
-                         simulate(o, costs, simulate_options{.timeline = a.has("--output")}), 0, 0};
-                r.peak_activations = max_over_ranks(r.sim, &rank_summary::peak_activations);
-                r.peak_memory = max_over_ranks(r.sim, &rank_summary::peak_memory);
-                results.push_back(std::move(r));
-            } catch (const config_error& err) {
-                rejected.push_back({entry->pytorch_name, reason_of(err.what())});
-            }
-            tuned_entries.push_back(std::move(entry));
-        }
-    }
-    // By makespan; ties by memory, then as listed (stable).
-    std::stable_sort(results.begin(), results.end(), [](const result& x, const result& y) {
-        if (x.sim.makespan != y.sim.makespan) return x.sim.makespan < y.sim.makespan;
-        return x.peak_memory < y.peak_memory;
-    });
-    if (auto path = a.value("--output"); path && !results.empty()) {
-        long long boxes = 0;
-        for (const auto& r : results) boxes += static_cast<long long>(r.sim.timeline.size());
-        if (boxes > max_boxes) throw usage_error(too_many_boxes(boxes, max_boxes));
-        std::vector<io::chart> charts;
-        for (const auto& r : results) {
-            const config cfg{.ranks = p,
-                             .stages_per_rank = r.stages_per_rank,
-                             .microbatches = m,
-                             .placement = r.entry->placement};
-            charts.push_back({r.entry->pytorch_name, cfg, r.sim, false, ""});
-        }
-        io::svg_options opts;
-        opts.title = "ppsched compare: " + std::to_string(p) + " ranks, " + std::to_string(m) +
-                     " microbatches" + (a.has("--lower") ? ", lowered" : "");
-        opts.subtitle = from_model ? "fastest first; per-stage costs of --model --layout"
-                        : per_stage_file
-                            ? "fastest first; per-stage costs of the cost file"
-                            : "fastest first; the costs are a rank's share of the model, "
-                              "split over its V stages";
-        if (*path == "-") {
-            // The picture is the output (the report would corrupt it).
-            out.out = io::write_svg(charts, opts);
-            return exit_ok;
-        }
-        write_output_file(*path, io::write_svg(charts, opts));
-    }
-    if (format == "text") out.out = text_report(p, m, limit, results, rejected);
-    if (per_stage && format == "text") {
-        const std::string share = "the costs are a rank's share of the model";
-        if (const auto at = out.out.find(share); at != std::string::npos)
-            out.out.replace(at, share.size(),
-                            from_model ? "per-stage costs of --model --layout"
-                                       : "per-stage costs of the cost file");
-    }
-    if (format == "json") out.out = json_report(p, m, limit, results, rejected);
-    if (results.empty()) {
-        out.err = "ppsched: compare: no schedule accepts " + std::to_string(p) + " ranks and " +
-                  std::to_string(m) + " microbatches" +
-                  (limit ? " within the memory limit " + format_number(*limit) : "") + "\n";
-        return exit_failure;
-    }
-    return exit_ok;
+    const compare_request q = read_request(a);
+    comparison c;
+    collect_builtin(q, c);
+    collect_tuned(q, c);
+    rank_results(c.results);
+    return write_comparison(q, c, out);
 }
 
 } // namespace ppsched::cli

@@ -59,8 +59,7 @@ int cmd_render(std::span<const std::string> argv, output& out) {
     if (!path) throw usage_error("missing option --output FILE.svg");
     loaded_timeline t = load_timeline(a, a.integer("--max-boxes", 1, 1LL << 40, default_max_boxes));
     if (!t.problem.empty()) {
-        out.err = "ppsched: render: " + ppsched::detail::svg::chart_title(t.chart) + ": " +
-                  t.problem + "\n";
+        out.err = "ppsched: render: " + ppsched::io::chart_title(t.chart) + ": " + t.problem + "\n";
         return exit_failure;
     }
     io::svg_options opts;

@@ -26,18 +26,17 @@ namespace {
 constexpr std::array<option, 12> simulate_own_options{{
     transport_option,
     {"--ranks", "P", "pipeline ranks (required with NAME; with --csv: fewer rows is invalid)"},
-    {"--microbatches", "M", "microbatches per iteration (required with NAME)"},
-    {"--stages-per-rank", "V", "stages per rank (default: the schedule's)"},
+    source_microbatches_option,
+    source_stages_per_rank_option,
     {"--csv", "FILE", "simulate the order in FILE (PyTorch's CSV; '-' for stdin) instead of NAME"},
     {"--placement", "P",
      "with --csv: where stage s lives, loop (rank s % P), v (zig-zag) or dual (two opposite "
      "pipelines, DualPipe); default: inferred from the actions"},
     {"--lower", "", "simulate the lowered order (sends, receives, FSDP) a runtime executes"},
-    {"--per-rank", "",
-     "the costs are a rank's share of the model: each of its V stages costs 1/V of them"},
+    per_rank_option,
     {"--format", "FORMAT", "text (default), json, or none (only the exit status)"},
     {"--timeline", "", "with --format json: also list every action's rank, stream, start, end"},
-    {"--max-actions", "N", "refuse orders with more actions than N (default 50000000)"},
+    max_actions_option,
     {"--memory-limit", "X",
      "check each rank's peak memory (parameters + activations) against X: exit 1 when one "
      "exceeds it (to plan ZB or ZB-V within a limit: 'ppsched generate ... --memory-limit')"},
@@ -64,18 +63,7 @@ constexpr command_help simulate_help{
 
 std::string text_report(const std::string& title, const simulation& sim) {
     std::string out = title + "\n";
-    auto row = [&](const std::string& label, const std::string& value, const std::string& note) {
-        out += "  " + label + std::string(15 - label.size(), ' ') + value;
-        if (!note.empty())
-            out += std::string(value.size() < 12 ? 12 - value.size() : 1, ' ') + note;
-        out += "\n";
-    };
-    row("makespan", format_number(sim.makespan), "");
-    row("ideal", format_number(sim.ideal),
-        "total compute " + format_number(sim.total_compute) + " / " +
-            std::to_string(sim.ranks.size()) + " ranks");
-    row("bubble ratio", format_number(sim.bubble_ratio), "(makespan - ideal) / ideal");
-    row("bubble", format_number(100 * sim.bubble_fraction) + " %", "idle / (ranks x makespan)");
+    append_simulation_summary(out, sim);
     out += "\n";
     const std::array<std::string, 7> head{"rank", "busy",           "idle",       "bubble",
                                           "comm", "peak act. (at)", "peak memory"};
@@ -86,17 +74,7 @@ std::string text_report(const std::string& title, const simulation& sim) {
              format_number(100 * r.bubble_fraction) + " %", format_number(r.comm_busy),
              format_number(r.peak_activations) + " (" + format_number(r.peak_activations_at) + ")",
              format_number(r.peak_memory)});
-    std::array<std::size_t, 7> width{};
-    for (const auto& r : rows)
-        for (std::size_t i = 0; i < r.size(); ++i)
-            width[i] = r[i].size() > width[i] ? r[i].size() : width[i];
-    for (const auto& r : rows) {
-        std::string line = " ";
-        for (std::size_t i = 0; i < r.size(); ++i)
-            line += " " + r[i] + std::string(width[i] - r[i].size(), ' ');
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        out += line + "\n";
-    }
+    append_aligned_table(out, rows);
     out += memory_unit_note;
     return out;
 }
@@ -125,7 +103,7 @@ std::string json_report(const simulation& sim, bool timeline) {
             const auto& t = sim.timeline[i];
             out += std::string(i ? ",\n  " : "\n  ") + "{\"rank\": " + std::to_string(t.rank) +
                    ", \"action\": " + json_string(to_string(t.act)) + ", \"stream\": \"" +
-                   to_chars(t.on) + "\", \"start\": " + json_number(t.start) +
+                   std::string(to_string_view(t.on)) + "\", \"start\": " + json_number(t.start) +
                    ", \"end\": " + json_number(t.end) + "}";
         }
         out += "]";

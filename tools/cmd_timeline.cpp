@@ -54,13 +54,13 @@ int cmd_timeline(std::span<const std::string> argv, output& out) {
     }
     const loaded_timeline t = load_timeline(a);
     if (!t.problem.empty()) {
-        out.err = "ppsched: timeline: " + ppsched::detail::svg::chart_title(t.chart) + ": " +
-                  t.problem + "\n";
+        out.err =
+            "ppsched: timeline: " + ppsched::io::chart_title(t.chart) + ": " + t.problem + "\n";
         return exit_failure;
     }
     if (opts.units_per_column > 0 && t.chart.sim.makespan / opts.units_per_column > 1'000'000)
         throw usage_error("--units-per-column is too small: more than 1000000 columns");
-    out.out = ppsched::detail::svg::chart_title(t.chart) + "\n" +
+    out.out = ppsched::io::chart_title(t.chart) + "\n" +
               io::format_text_timeline(t.chart.sim, t.chart.cfg, opts);
     if (a.has("--summary")) out.out += "\n" + timeline_summary(t);
     return exit_ok;

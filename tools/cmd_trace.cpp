@@ -56,11 +56,10 @@ int cmd_trace(std::span<const std::string> argv, output& out) {
     }
     const loaded_timeline t = load_timeline(a);
     if (!t.problem.empty()) {
-        out.err = "ppsched: trace: " + ppsched::detail::svg::chart_title(t.chart) + ": " +
-                  t.problem + "\n";
+        out.err = "ppsched: trace: " + ppsched::io::chart_title(t.chart) + ": " + t.problem + "\n";
         return exit_failure;
     }
-    opts.name = ppsched::detail::svg::chart_title(t.chart);
+    opts.name = ppsched::io::chart_title(t.chart);
     const std::string json = io::write_chrome_trace(t.chart.sim, t.chart.cfg, opts);
     if (*path == "-") {
         out.out = json;

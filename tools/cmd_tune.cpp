@@ -122,10 +122,7 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
         " microbatches, " + std::string(to_string_view(p.backward)) + " backward" +
         (p.memory_limit ? ", memory limit " + format_number(*p.memory_limit) : "") + "\n";
     auto row = [&](const std::string& label, const std::string& value, const std::string& note) {
-        out += "  " + label + std::string(label.size() < 15 ? 15 - label.size() : 1, ' ') + value;
-        if (!note.empty())
-            out += std::string(value.size() < 12 ? 12 - value.size() : 1, ' ') + note;
-        out += "\n";
+        append_labelled_row(out, label, value, note);
     };
     row("makespan", format_number(r.makespan), "");
     row("lower bound", format_number(r.bound.value),
@@ -150,16 +147,7 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
     for (const rank_summary& rs : sim.ranks)
         rows.push_back({std::to_string(rs.rank), format_number(rs.busy), format_number(rs.idle),
                         format_number(rs.peak_memory)});
-    std::array<std::size_t, 4> width{};
-    for (const auto& x : rows)
-        for (std::size_t i = 0; i < x.size(); ++i) width[i] = std::max(width[i], x[i].size());
-    for (const auto& x : rows) {
-        std::string line = " ";
-        for (std::size_t i = 0; i < x.size(); ++i)
-            line += " " + x[i] + std::string(width[i] - x[i].size(), ' ');
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        out += line + "\n";
-    }
+    append_aligned_table(out, rows);
     if (csv_path)
         out += "\nwrote " + *csv_path +
                " (PyTorch CSV, compute_only: torchtitan's pipeline_parallel_schedule_csv)\n";

@@ -22,6 +22,7 @@
 #include "cli.hpp"
 #include "input.hpp"
 #include "model_options.hpp"
+#include "report_text.hpp"
 
 namespace ppsched::cli {
 
@@ -160,45 +161,6 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
                     &u.overlap_f_b, &u.unshard, &u.reduce_grad, &u.activation, &u.parameters})
         scale(*x);
     return c;
-}
-
-/// The line every text report with memory columns ends its table with: the one memory unit.
-inline constexpr std::string_view memory_unit_note =
-    "  memory: in memory units (--activation, --parameters; default 1 = one microbatch's "
-    "activations of one stage)\n";
-
-/// A number for people: up to 6 significant digits (`12.5`, `0.333333`).
-[[nodiscard]] inline std::string format_number(double v) {
-    std::array<char, 64> buf{};
-    const auto res =
-        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 6);
-    return {buf.data(), res.ptr};
-}
-
-/// A number for JSON: the shortest text that reads back to the same double.
-[[nodiscard]] inline std::string json_number(double v) {
-    std::array<char, 64> buf{};
-    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
-    return {buf.data(), res.ptr};
-}
-
-/// `s` as a JSON string literal.
-[[nodiscard]] inline std::string json_string(std::string_view s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            constexpr char hex[] = "0123456789abcdef";
-            out += "\\u00";
-            out += hex[(c >> 4) & 0xF];
-            out += hex[c & 0xF];
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
 }
 
 /// The largest value of `field` over the ranks of a simulation.

@@ -47,6 +47,17 @@ inline constexpr option placement_option{
     "--placement", "P",
     "where stage s lives: loop (rank s % P), v (zig-zag) or dual (two opposite pipelines, "
     "DualPipe)"};
+/// The rows of the options that choose an order by schedule NAME or from a CSV file, the same
+/// in `simulate` and the drawing subcommands (`render`, `trace`, `timeline`, `report`).
+inline constexpr option source_microbatches_option{
+    "--microbatches", "M", "microbatches per iteration (required with NAME)"};
+inline constexpr option source_stages_per_rank_option{"--stages-per-rank", "V",
+                                                      "stages per rank (default: the schedule's)"};
+inline constexpr option per_rank_option{
+    "--per-rank", "",
+    "the costs are a rank's share of the model: each of its V stages costs 1/V of them"};
+inline constexpr option max_actions_option{
+    "--max-actions", "N", "refuse orders with more actions than N (default 50000000)"};
 /// `--transport`: how a lowered order's SENDs behave (see ppsched/transport.hpp).
 inline constexpr option transport_option{
     "--transport", "T",
@@ -133,7 +144,8 @@ struct order_file {
     [[nodiscard]] std::size_t action_count() const {
         std::size_t n = 0;
         for (const auto& row : rows)
-            for (const slot& s : row) n += s.has_value() ? 1 : 0;
+            for (const slot& s : row)
+                if (s.has_value()) ++n;
         return n;
     }
     /// An `order`, when the rows match the configuration's ranks; otherwise throws

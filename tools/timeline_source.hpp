@@ -16,7 +16,7 @@
 #include <ppsched/algorithms/simulate_steps.hpp>
 #include <ppsched/algorithms/step_timeline.hpp>
 #include <ppsched/config.hpp>
-#include <ppsched/io/svg.hpp>
+#include <ppsched/io/chart.hpp>
 #include <ppsched/registry.hpp>
 
 #include "cli.hpp"
@@ -30,8 +30,8 @@ namespace ppsched::cli {
 /// The options that choose what to draw, shared by the drawing subcommands.
 inline constexpr std::array<option, 10> timeline_source_options{{
     {"--ranks", "P", "pipeline ranks (required with NAME)"},
-    {"--microbatches", "M", "microbatches per iteration (required with NAME)"},
-    {"--stages-per-rank", "V", "stages per rank (default: the schedule's)"},
+    source_microbatches_option,
+    source_stages_per_rank_option,
     {"--csv", "FILE", "draw the order in FILE (PyTorch's CSV; '-' for stdin) instead of NAME"},
     {"--placement", "P",
      "with --csv: where the file's stages live, loop, v or dual; default: inferred"},
@@ -39,9 +39,8 @@ inline constexpr std::array<option, 10> timeline_source_options{{
      "draw the lowered order (sends, receives, FSDP on a thin lane under each rank)"},
     {"--steps", "",
      "one unit per step, laid out by dependencies as PyTorch's visualizer does (no costs)"},
-    {"--per-rank", "",
-     "the costs are a rank's share of the model: each of its V stages costs 1/V of them"},
-    {"--max-actions", "N", "refuse orders with more actions than N (default 50000000)"},
+    per_rank_option,
+    max_actions_option,
     schedule_param_options[0],
 }};
 
@@ -146,19 +145,8 @@ inline std::string describe_costs(const cost_model& costs) {
     io::chart timed = t.chart;
     timed.steps = false;
     const simulation& sim = t.timed;
-    std::string out = ppsched::detail::svg::chart_title(timed) + "\n";
-    auto row = [&](const std::string& label, const std::string& value, const std::string& note) {
-        out += "  " + label + std::string(15 - label.size(), ' ') + value;
-        if (!note.empty())
-            out += std::string(value.size() < 12 ? 12 - value.size() : 1, ' ') + note;
-        out += "\n";
-    };
-    row("makespan", format_number(sim.makespan), "");
-    row("ideal", format_number(sim.ideal),
-        "total compute " + format_number(sim.total_compute) + " / " +
-            std::to_string(sim.ranks.size()) + " ranks");
-    row("bubble ratio", format_number(sim.bubble_ratio), "(makespan - ideal) / ideal");
-    row("bubble", format_number(100 * sim.bubble_fraction) + " %", "idle / (ranks x makespan)");
+    std::string out = ppsched::io::chart_title(timed) + "\n";
+    append_simulation_summary(out, sim);
     out += "\n";
     std::vector<std::array<std::string, 6>> rows{
         {"rank", "busy", "idle", "bubble", "peak act.", "peak memory"}};
@@ -166,16 +154,7 @@ inline std::string describe_costs(const cost_model& costs) {
         rows.push_back({std::to_string(r.rank), format_number(r.busy), format_number(r.idle),
                         format_number(100 * r.bubble_fraction) + " %",
                         format_number(r.peak_activations), format_number(r.peak_memory)});
-    std::array<std::size_t, 6> width{};
-    for (const auto& r : rows)
-        for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-    for (const auto& r : rows) {
-        std::string line = " ";
-        for (std::size_t i = 0; i < r.size(); ++i)
-            line += " " + r[i] + std::string(width[i] - r[i].size(), ' ');
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        out += line + "\n";
-    }
+    append_aligned_table(out, rows);
     out += memory_unit_note;
     return out;
 }

@@ -42,6 +42,7 @@
 #include <ppsched/execute.hpp>
 #include <ppsched/infer_config.hpp>
 #include <ppsched/io/csv.hpp>
+#include <ppsched/io/step_table.hpp>
 #include <ppsched/registry.hpp>
 
 #include "fault_injection.hpp"
@@ -370,6 +371,91 @@ struct run_outcome {
     std::string line;
 };
 
+// The mismatches found against the reference: how many, and the first one in words.
+struct mismatch_log {
+    double count = 0;
+    std::string first;
+    void add(const std::string& what) {
+        if (first.empty()) first = what;
+        count += 1;
+    }
+};
+
+// With --validate: validates the lowered order first (every process validates the same
+// order, so all of them agree without talking). An outcome when the run stops there.
+std::optional<run_outcome> validate_first(const ppsched::order& lowered, const options& opt,
+                                          const std::string& title,
+                                          const process_grid& world_grid) {
+    if (!opt.validate) return std::nullopt;
+    run_outcome out;
+    const ppsched::validation_report report = ppsched::validate(lowered);
+    if (!report) {
+        out.passed = opt.expect_invalid;
+        std::string first = ppsched::describe(report[0]);
+        out.line = std::string(opt.expect_invalid ? "ok   " : "FAIL ") + title +
+                   ": rejected by validation before running (" + std::to_string(report.size()) +
+                   " violations): " + first;
+        if (!opt.expect_invalid && world_grid.world_rank == 0)
+            std::fprintf(stderr, "%s\n", ppsched::format_report(lowered, report).c_str());
+        return out;
+    }
+    if (opt.expect_invalid) {
+        out.line = "FAIL " + title + ": validation accepted an order expected to be invalid";
+        return out;
+    }
+    return std::nullopt;
+}
+
+// Compares this process's stages with the reference: reduced, resharded, gradients bitwise.
+void check_stages(const mpi_handlers& handlers, const reference_result& ref, int replicas,
+                  mismatch_log& log) {
+    for (const stage_state& st : handlers.stages()) {
+        if (!st.reduced) {
+            log.add("stage " + std::to_string(st.stage) + " was never reduced");
+            continue;
+        }
+        if (st.fsdp && !st.full.empty())
+            log.add("stage " + std::to_string(st.stage) + " is still unsharded at the end");
+        const auto& want = ref.gradients[static_cast<std::size_t>(st.stage)];
+        for (std::size_t k = 0; k < want.size(); ++k)
+            if (!same_bits(average_from_sum(st.reduce_out[k], replicas), want[k])) {
+                char text[160];
+                std::snprintf(text, sizeof text, "stage %d gradient %zu: %.17g != reference %.17g",
+                              st.stage, k, average_from_sum(st.reduce_out[k], replicas), want[k]);
+                log.add(text);
+                break;
+            }
+    }
+}
+
+// Gathers the losses from wherever they were computed and compares them with the reference;
+// returns the iteration's loss.
+double check_losses(const mpi_handlers& handlers, const reference_result& ref,
+                    const ppsched::config& cfg, const process_grid& grid, const options& opt,
+                    mismatch_log& log) {
+    const auto mbs = static_cast<std::size_t>(cfg.microbatches);
+    const auto replicas = static_cast<std::size_t>(grid.replica_count);
+    std::vector<double> losses(replicas * mbs, 0.0);
+    for (std::size_t mb = 0; mb < mbs; ++mb)
+        if (handlers.losses()[mb])
+            losses[static_cast<std::size_t>(grid.replica) * mbs + mb] = *handlers.losses()[mb];
+    all_sum(losses, MPI_COMM_WORLD, opt.settings, "gathering the losses");
+    std::vector<std::vector<double>> by_replica(replicas);
+    for (std::size_t r = 0; r < replicas; ++r) {
+        by_replica[r].assign(losses.begin() + static_cast<std::ptrdiff_t>(r * mbs),
+                             losses.begin() + static_cast<std::ptrdiff_t>((r + 1) * mbs));
+        for (std::size_t mb = 0; mb < mbs; ++mb)
+            if (!same_bits(by_replica[r][mb], ref.losses[r][mb]))
+                log.add("loss of replica " + std::to_string(r) + " microbatch " +
+                        std::to_string(mb) + " differs");
+    }
+    const double loss =
+        replicas == 1 ? replica_loss(by_replica[0])
+                      : average_of_two(replica_loss(by_replica[0]), replica_loss(by_replica[1]));
+    if (!same_bits(loss, ref.loss)) log.add("the iteration's loss differs");
+    return loss;
+}
+
 run_outcome run(const job& j, const options& opt, const process_grid& world_grid) {
     const ppsched::config& cfg = j.compute.cfg();
     ppsched::order lowered = ppsched::lower(j.compute, lowering(j.variant));
@@ -377,25 +463,8 @@ run_outcome run(const job& j, const options& opt, const process_grid& world_grid
     if (opt.mutate == "deadlock") make_deadlock(lowered);
     const std::string title = j.name + " [" + j.variant + "]";
 
+    if (auto stopped = validate_first(lowered, opt, title, world_grid)) return *stopped;
     run_outcome out;
-    if (opt.validate) {
-        // Every process validates the same order, so all of them agree without talking.
-        const ppsched::validation_report report = ppsched::validate(lowered);
-        if (!report) {
-            out.passed = opt.expect_invalid;
-            std::string first = ppsched::describe(report[0]);
-            out.line = std::string(opt.expect_invalid ? "ok   " : "FAIL ") + title +
-                       ": rejected by validation before running (" + std::to_string(report.size()) +
-                       " violations): " + first;
-            if (!opt.expect_invalid && world_grid.world_rank == 0)
-                std::fprintf(stderr, "%s\n", ppsched::format_report(lowered, report).c_str());
-            return out;
-        }
-        if (opt.expect_invalid) {
-            out.line = "FAIL " + title + ": validation accepted an order expected to be invalid";
-            return out;
-        }
-    }
 
     const reference_result ref = reference(j.compute, world_grid.replica_count);
     // Fresh communicators per run, so no message of one run can match a receive of the next.
@@ -434,57 +503,16 @@ run_outcome run(const job& j, const options& opt, const process_grid& world_grid
     }
 
     // Compare this process's stages, then the losses gathered from wherever they were computed.
-    double mismatches = 0;
-    std::string first_mismatch;
-    auto mismatch = [&](const std::string& what) {
-        if (first_mismatch.empty()) first_mismatch = what;
-        mismatches += 1;
-    };
-    for (const stage_state& st : handlers.stages()) {
-        if (!st.reduced) {
-            mismatch("stage " + std::to_string(st.stage) + " was never reduced");
-            continue;
-        }
-        if (st.fsdp && !st.full.empty())
-            mismatch("stage " + std::to_string(st.stage) + " is still unsharded at the end");
-        const auto& want = ref.gradients[static_cast<std::size_t>(st.stage)];
-        for (std::size_t k = 0; k < want.size(); ++k)
-            if (!same_bits(average_from_sum(st.reduce_out[k], grid.replica_count), want[k])) {
-                char text[160];
-                std::snprintf(text, sizeof text, "stage %d gradient %zu: %.17g != reference %.17g",
-                              st.stage, k, average_from_sum(st.reduce_out[k], grid.replica_count),
-                              want[k]);
-                mismatch(text);
-                break;
-            }
-    }
-    const auto mbs = static_cast<std::size_t>(cfg.microbatches);
-    const auto replicas = static_cast<std::size_t>(grid.replica_count);
-    std::vector<double> losses(replicas * mbs, 0.0);
-    for (std::size_t mb = 0; mb < mbs; ++mb)
-        if (handlers.losses()[mb])
-            losses[static_cast<std::size_t>(grid.replica) * mbs + mb] = *handlers.losses()[mb];
-    all_sum(losses, MPI_COMM_WORLD, opt.settings, "gathering the losses");
-    std::vector<std::vector<double>> by_replica(replicas);
-    for (std::size_t r = 0; r < replicas; ++r) {
-        by_replica[r].assign(losses.begin() + static_cast<std::ptrdiff_t>(r * mbs),
-                             losses.begin() + static_cast<std::ptrdiff_t>((r + 1) * mbs));
-        for (std::size_t mb = 0; mb < mbs; ++mb)
-            if (!same_bits(by_replica[r][mb], ref.losses[r][mb]))
-                mismatch("loss of replica " + std::to_string(r) + " microbatch " +
-                         std::to_string(mb) + " differs");
-    }
-    const double loss =
-        replicas == 1 ? replica_loss(by_replica[0])
-                      : average_of_two(replica_loss(by_replica[0]), replica_loss(by_replica[1]));
-    if (!same_bits(loss, ref.loss)) mismatch("the iteration's loss differs");
+    mismatch_log log;
+    check_stages(handlers, ref, grid.replica_count, log);
+    const double loss = check_losses(handlers, ref, cfg, grid, opt, log);
 
-    std::vector<double> totals{mismatches, ms, static_cast<double>(stats.actions),
+    std::vector<double> totals{log.count, ms, static_cast<double>(stats.actions),
                                static_cast<double>(stats.local_handovers)};
     all_sum(totals, MPI_COMM_WORLD, opt.settings, "counting mismatches");
-    if (mismatches > 0)
+    if (log.count > 0)
         std::fprintf(stderr, "[world rank %d] %s: %s\n", grid.world_rank, title.c_str(),
-                     first_mismatch.c_str());
+                     log.first.c_str());
     MPI_Comm_free(&grid.pipeline);
     MPI_Comm_free(&grid.replicas);
 

@@ -13,7 +13,7 @@
 #include <mpi.h>
 
 #include <ppsched/config.hpp>
-#include <ppsched/execute.hpp>
+#include <ppsched/execute/handlers.hpp>
 #include <ppsched/order.hpp>
 
 #include "model.hpp"

@@ -228,6 +228,15 @@ static_assert(std::is_trivially_copyable_v<action>);
 
 namespace detail {
 
+/// Visits `a` itself, or both sub-actions of an OVERLAP_F_B (forward first, as PyTorch's
+/// `sub_actions`).
+template <class F>
+constexpr void for_each_part(const action& a, F&& f) {
+    std::array<action, 2> parts;
+    const int n = a.parts(parts);
+    for (int i = 0; i < n; ++i) f(parts[static_cast<std::size_t>(i)]);
+}
+
 /// Where and why parsing stopped; `what == nullptr` means success.
 struct parse_status {
     const char* what = nullptr;

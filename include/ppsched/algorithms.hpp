@@ -1,7 +1,7 @@
 #pragma once
 /// \file algorithms.hpp
-/// Umbrella header: every generic algorithm on orders (validation, lowering, spacing,
-/// simulation).
+/// Umbrella header: every generic algorithm on orders (validation, lowering, spacing, the
+/// step and timed simulations and what is drawn from them).
 
 #include "ppsched/algorithms/validate.hpp"
 #include "ppsched/algorithms/add_spacing.hpp"
@@ -12,3 +12,6 @@
 #include "ppsched/algorithms/lower.hpp"
 #include "ppsched/algorithms/simulate_steps.hpp"
 #include "ppsched/algorithms/memory_timeline.hpp"
+#include "ppsched/algorithms/defer_recv.hpp"
+#include "ppsched/algorithms/simulate.hpp"
+#include "ppsched/algorithms/step_timeline.hpp"

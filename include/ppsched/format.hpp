@@ -5,7 +5,7 @@
 ///
 /// - `action`, `slot`: PyTorch's string form (`2F0`, `(0F3;3B1)OVERLAP_F_B`; an idle slot is
 ///   empty), with the usual string specs for width and alignment (`{:<8}`).
-/// - `action_kind`: PyTorch's code (`F`, `SEND_B`); `stage_placement`: `loop` or `v`.
+/// - `action_kind`: PyTorch's code (`F`, `SEND_B`); `stage_placement`: `loop`, `v` or `dual`.
 /// - `config`: `ranks=4 stages_per_rank=2 microbatches=8 placement=loop`.
 /// - `order`: `{}` or `{:c}` is the CSV text (one line per rank, `\n` after each);
 ///   `{:t}` is PyTorch's step table (see `io/step_table.hpp`).
@@ -52,7 +52,7 @@ struct fmt::formatter<ppsched::action_kind> : fmt::formatter<fmt::string_view> {
     }
 };
 
-/// Formats a placement as `loop` or `v`; accepts string format specs.
+/// Formats a placement as `loop`, `v` or `dual`; accepts string format specs.
 template <>
 struct fmt::formatter<ppsched::stage_placement> : fmt::formatter<fmt::string_view> {
     template <class FormatContext>

@@ -99,7 +99,8 @@ class order {
     [[nodiscard]] constexpr std::size_t action_count() const noexcept {
         std::size_t n = 0;
         for (const auto& row : rows_)
-            for (const auto& s : row) n += s.has_value() ? 1 : 0;
+            for (const auto& s : row)
+                if (s.has_value()) ++n;
         return n;
     }
     /// Length of the longest row (slots, idle included).

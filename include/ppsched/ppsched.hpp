@@ -11,6 +11,7 @@
 #include "ppsched/generate.hpp"
 #include "ppsched/infer_config.hpp"
 #include "ppsched/order.hpp"
+#include "ppsched/simulation.hpp"
 
 #include "ppsched/algorithms.hpp"
 #include "ppsched/schedules.hpp"

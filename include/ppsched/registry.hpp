@@ -57,11 +57,11 @@ struct schedule_param {
 struct schedule_params {
     /// `microbatch_group_size`: consecutive microbatches per chunk (`megatron_interleaved`).
     std::optional<int> microbatch_group_size = {};
-    /// `costs`: the cost model a cost-aware schedule plans with (none of the built-in ones
-    /// reads it yet; they are cost-independent).
+    /// `costs`: the cost model a cost-aware schedule plans with (of the built-in ones, ZB-1P,
+    /// ZB-2P, ZB and ZB-V read it; the others are cost-independent).
     std::optional<cost_model> costs = {};
     /// `memory_limit`: activation memory a rank may hold, in the cost model's units (for
-    /// memory-bounded schedules; none of the built-in ones reads it yet).
+    /// memory-bounded schedules: of the built-in ones, ZB and ZB-V read it).
     std::optional<double> memory_limit = {};
     /// Text parameters of entries a program registers itself, by name.
     std::vector<schedule_param> named = {};

@@ -8,7 +8,7 @@
 
 #include "ppsched/action.hpp"
 #include "ppsched/config.hpp"
-#include "ppsched/detail/lowering.hpp"
+#include "ppsched/algorithms/detail/lowering.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/order.hpp"
 

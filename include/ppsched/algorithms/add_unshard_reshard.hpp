@@ -9,8 +9,8 @@
 
 #include "ppsched/action.hpp"
 #include "ppsched/config.hpp"
-#include "ppsched/detail/lowering.hpp"
-#include "ppsched/detail/py_int_set.hpp"
+#include "ppsched/algorithms/detail/lowering.hpp"
+#include "ppsched/algorithms/detail/py_int_set.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/order.hpp"
 

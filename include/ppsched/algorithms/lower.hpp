@@ -12,7 +12,7 @@
 #include "ppsched/algorithms/defer_recv.hpp"
 #include "ppsched/algorithms/merge_bw.hpp"
 #include "ppsched/config.hpp"
-#include "ppsched/detail/lowering.hpp"
+#include "ppsched/algorithms/detail/lowering.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/order.hpp"
 
@@ -38,18 +38,13 @@ struct lower_options {
     ppsched::transport transport = ppsched::transport::eager;
 };
 
-/// Lowers a compute-only order as PyTorch's `_prepare_schedule_with_comms` does: per rank,
-/// `add_unshard_reshard` (window `prefetch`) then `add_reduce_grad`; then `add_send_recv` over
-/// all ranks (optionally `merge_bw` first). Idle slots are dropped before the send/receive pass
-/// (they only pace a step table; the runtime waits on its receives), so the result has none.
-/// Requires: one row per rank, only compute actions (F, I, W, B, OVERLAP_F_B) and idle slots,
-/// and an order that can run (see `add_send_recv`). Throws `config_error` otherwise.
-/// With `options.defer_recv`, `defer_recv(result, options.transport)` last.
-/// Complexity: O(actions * prefetch) (see `add_send_recv` for its per-round term).
+namespace detail {
+
+/// `lower`'s checks of the row count and, for a malformed configuration, of everything that
+/// is reported before it (as the passes run one after the other would).
 template <order_range R>
-[[nodiscard]] constexpr order lower(const R& rows, const config& cfg,
-                                    const lower_options& options = {}) {
-    detail::expect_row_count(rows, cfg, "ppsched::lower");
+constexpr void expect_lowerable(const R& rows, const config& cfg, const lower_options& options) {
+    expect_row_count(rows, cfg, "ppsched::lower");
     // A malformed configuration is reported by the send/receive pass (`check`), after the
     // checks of the input; the plan below needs a well-formed one to be built at all.
     const bool well_formed =
@@ -57,19 +52,25 @@ template <order_range R>
         static_cast<long long>(cfg.ranks) * cfg.stages_per_rank <= max_stage + 1LL &&
         (cfg.placement != stage_placement::dual || cfg.stages_per_rank % 2 == 0);
     if (!well_formed) {
-        detail::expect_compute_only(rows, "ppsched::lower");
+        expect_compute_only(rows, "ppsched::lower");
         if (options.unshard_reshard)
             PPSCHED_EXPECTS(options.prefetch >= 1,
                             "ppsched::add_unshard_reshard: prefetch must be >= 1 (got ",
                             options.prefetch, ")");
         check(cfg);
     }
+}
+
+/// One scan checks the input and gathers the send/receive pass's plan.
+template <order_range R>
+[[nodiscard]] constexpr p2p_plan plan_lowering(const R& rows, const config& cfg,
+                                               const lower_options& options) {
     // One scan checks the input and gathers the send/receive pass's plan (stage ranks, the
     // SENDs and RECVs of each rank). A stage error is reported only after every other check,
     // as when the send/receive pass itself scans the rows built below: UNSHARD, RESHARD and
     // REDUCE_GRAD only repeat stages of the rank's compute actions, never before their first
     // appearance, and `merge_bw` changes no stage, so the same stage fails first.
-    detail::p2p_plan plan(cfg);
+    p2p_plan plan(cfg);
     action bad_part;
     int bad_rank = -1;
     {
@@ -77,8 +78,8 @@ template <order_range R>
         for (const auto& row : rows) {
             std::size_t i = 0;
             for (const auto& s : row) {
-                const action* a = detail::slot_action(s);
-                detail::expect_compute(a, static_cast<std::size_t>(r), i++, "ppsched::lower");
+                const action* a = slot_action(s);
+                expect_compute(a, static_cast<std::size_t>(r), i++, "ppsched::lower");
                 if (!a || bad_rank >= 0) continue;
                 if (a->is_overlap()) {
                     if (!plan.try_add_part(a->forward_part(), r)) {
@@ -103,7 +104,14 @@ template <order_range R>
     if (bad_rank >= 0) plan.report(bad_part, bad_rank);
     // `merge_bw` keeps the SENDs: a `B` sends as the `I` it replaces did, a `W` never does.
     plan.finish();
+    return plan;
+}
 
+/// The per-rank passes (merge_bw, UNSHARD/RESHARD, REDUCE_GRAD) of every rank, each row
+/// preceded by room for its SENDs and RECVs (`plan.comms`).
+template <order_range R>
+[[nodiscard]] constexpr std::vector<rank_slots>
+lower_ranks(const R& rows, const config& cfg, const lower_options& options, p2p_plan& plan) {
     // The per-rank passes run fused, one rank at a time while its row is in cache: its actions
     // are copied once into a reused buffer, and the UNSHARD/RESHARD and REDUCE_GRAD passes
     // append to a second one, which is copied to the end of the rank's output row (sized once,
@@ -119,20 +127,20 @@ template <order_range R>
         if (count == items.size()) items.resize(2 * count + 64, slot{});
         items[count++] = a;
     };
-    detail::unshard_reshard_scratch scratch;
+    unshard_reshard_scratch scratch;
     // Counted over all ranks at once: a stage lives on one rank (the plan checked it).
-    detail::reduce_grad_counter counter(cfg);
+    reduce_grad_counter counter(cfg);
     auto emit = [&](const action& a) {
         store(a);
         if (options.reduce_grad) counter.after(a, store);
     };
     std::size_t r = 0;
     for (const auto& row : rows) {
-        detail::compact_into(row, acts);
-        if (options.merge_bw) detail::merge_bw_in_place(acts);
+        compact_into(row, acts);
+        if (options.merge_bw) merge_bw_in_place(acts);
         count = 0;
         if (options.unshard_reshard)
-            detail::unshard_reshard_into(acts, options.prefetch, scratch, emit);
+            unshard_reshard_into(acts, options.prefetch, scratch, emit);
         else
             for (const action& a : acts) emit(a);
         rank_slots& o = out[r];
@@ -142,6 +150,25 @@ template <order_range R>
         plan.items[r] = count;
         ++r;
     }
+    return out;
+}
+
+} // namespace detail
+
+/// Lowers a compute-only order as PyTorch's `_prepare_schedule_with_comms` does: per rank,
+/// `add_unshard_reshard` (window `prefetch`) then `add_reduce_grad`; then `add_send_recv` over
+/// all ranks (optionally `merge_bw` first). Idle slots are dropped before the send/receive pass
+/// (they only pace a step table; the runtime waits on its receives), so the result has none.
+/// Requires: one row per rank, only compute actions (F, I, W, B, OVERLAP_F_B) and idle slots,
+/// and an order that can run (see `add_send_recv`). Throws `config_error` otherwise.
+/// With `options.defer_recv`, `defer_recv(result, options.transport)` last.
+/// Complexity: O(actions * prefetch) (see `add_send_recv` for its per-round term).
+template <order_range R>
+[[nodiscard]] constexpr order lower(const R& rows, const config& cfg,
+                                    const lower_options& options = {}) {
+    detail::expect_lowerable(rows, cfg, options);
+    detail::p2p_plan plan = detail::plan_lowering(rows, cfg, options);
+    std::vector<rank_slots> out = detail::lower_ranks(rows, cfg, options, plan);
     order lowered = detail::send_recv_pass(std::move(out), std::move(plan)).run();
     if (!options.defer_recv) return lowered;
     return defer_recv(lowered, options.transport);

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "ppsched/action.hpp"
-#include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/cost_model.hpp"
+#include "ppsched/simulation.hpp"
 
 namespace ppsched {
 

@@ -11,7 +11,7 @@
 
 #include "ppsched/action.hpp"
 #include "ppsched/config.hpp"
-#include "ppsched/detail/action_table.hpp"
+#include "ppsched/algorithms/detail/action_table.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/order.hpp"
 

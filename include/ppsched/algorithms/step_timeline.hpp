@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "ppsched/action.hpp"
-#include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/order.hpp"
+#include "ppsched/simulation.hpp"
 
 namespace ppsched {
 
@@ -43,9 +43,7 @@ template <order_range R>
                 t.act = *a;
                 t.rank = r;
                 t.slot = i;
-                t.on = is_compute(a->kind()) ? stream::compute
-                       : is_p2p(a->kind())   ? stream::p2p
-                                             : stream::comm;
+                t.on = stream_of(a->kind());
                 t.ran = true;
                 t.start = i;
                 t.end = i + 1;
@@ -69,22 +67,13 @@ template <order_range R>
             }
             ++i;
         }
-        sum.peak_memory = sum.peak_activations;
         if (sum.end > out.makespan) out.makespan = sum.end;
         out.ranks.push_back(sum);
         ++r;
     }
     PPSCHED_EXPECTS(r == cfg.ranks, "ppsched::step_timeline: the order has ", r,
                     " rows but the configuration has ", cfg.ranks, " ranks");
-    for (rank_summary& sum : out.ranks) {
-        sum.idle = out.makespan - sum.busy;
-        sum.bubble_fraction = out.makespan > 0 ? sum.idle / out.makespan : 0;
-        out.total_compute += sum.busy;
-    }
-    out.ideal = out.total_compute / r;
-    const double span = out.makespan * r;
-    out.bubble_fraction = span > 0 ? (span - out.total_compute) / span : 0;
-    out.bubble_ratio = out.ideal > 0 ? (out.makespan - out.ideal) / out.ideal : 0;
+    detail::summarize_ranks(out);
     return out;
 }
 

@@ -15,9 +15,12 @@
 #include <vector>
 
 #include "ppsched/action.hpp"
-#include "ppsched/algorithms/simulate.hpp"
+#include "ppsched/algorithms/detail/action_table.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/error.hpp"
+#include "ppsched/io/detail/json_text.hpp"
+#include "ppsched/io/detail/number_text.hpp"
+#include "ppsched/simulation.hpp"
 
 namespace ppsched::io {
 
@@ -33,34 +36,13 @@ struct trace_options {
 
 namespace ppsched::detail::trace {
 
-// Appends `s` as a JSON string literal.
-inline void append_trace_string(std::string& out, std::string_view s) {
-    out += '"';
-    for (const char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            constexpr char hex[] = "0123456789abcdef";
-            out += "\\u00";
-            out += hex[(c >> 4) & 0xF];
-            out += hex[c & 0xF];
-        } else {
-            out += c;
-        }
-    }
-    out += '"';
-}
-
 // Appends a number in the shortest form that reads back to the same double.
 inline void append_trace_number(std::string& out, double v) {
     // JSON has no inf or nan (docs/design.md, "Bounded resources": every number that reaches
     // an output is finite); the text is built whole, so nothing partial is written.
     PPSCHED_EXPECTS(std::isfinite(v), "ppsched::io::write_chrome_trace: a time is not a finite "
                                       "number (check the costs and microseconds_per_unit)");
-    std::array<char, 64> buf{};
-    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
-    out.append(buf.data(), res.ptr);
+    ppsched::detail::text::append_shortest_number(out, v);
 }
 
 // The kind as the trace's `args.kind`.
@@ -149,31 +131,150 @@ struct trace_flow {
         }
         return flows;
     }
-    for (std::size_t i = 0; i < tl.size(); ++i) {
-        if (!tl[i].ran || !is_compute(tl[i].act.kind())) continue;
-        std::array<action, 2> parts;
-        const int n = tl[i].act.parts(parts);
-        for (int k = 0; k < n; ++k) {
-            const action& p = parts[static_cast<std::size_t>(k)];
-            if (!in_range(p) || p.kind() == action_kind::backward_weight) continue;
-            producer[slot(p.kind() == action_kind::forward, p.stage(), p.microbatch())] = i;
+    // Compute-only: each F, and each I or B, that ran, one part at a time (W passes nothing on).
+    const auto for_each_passing_part = [&](auto&& f) {
+        for (std::size_t i = 0; i < tl.size(); ++i) {
+            if (!tl[i].ran || !is_compute(tl[i].act.kind())) continue;
+            ppsched::detail::for_each_part(tl[i].act, [&](const action& p) {
+                if (in_range(p) && p.kind() != action_kind::backward_weight) f(i, p);
+            });
         }
-    }
-    for (std::size_t i = 0; i < tl.size(); ++i) {
-        if (!tl[i].ran || !is_compute(tl[i].act.kind())) continue;
-        std::array<action, 2> parts;
-        const int n = tl[i].act.parts(parts);
-        for (int k = 0; k < n; ++k) {
-            const action& p = parts[static_cast<std::size_t>(k)];
-            if (!in_range(p) || p.kind() == action_kind::backward_weight) continue;
-            const bool fwd = p.kind() == action_kind::forward;
-            const int from = fwd ? cfg.previous_stage(p.stage()) : cfg.next_stage(p.stage());
-            if (from < 0) continue;
-            const std::size_t q = producer[slot(fwd, from, p.microbatch())];
-            if (q != none && tl[q].rank != tl[i].rank) flows.push_back({q, i, fwd});
-        }
-    }
+    };
+    for_each_passing_part([&](std::size_t i, const action& p) {
+        producer[slot(p.kind() == action_kind::forward, p.stage(), p.microbatch())] = i;
+    });
+    for_each_passing_part([&](std::size_t i, const action& p) {
+        const bool fwd = p.kind() == action_kind::forward;
+        const int from = fwd ? cfg.previous_stage(p.stage()) : cfg.next_stage(p.stage());
+        if (from < 0) return;
+        const std::size_t q = producer[slot(fwd, from, p.microbatch())];
+        if (q != none && tl[q].rank != tl[i].rank) flows.push_back({q, i, fwd});
+    });
     return flows;
+}
+
+/// Writes the events of a trace, separated by commas and newlines.
+struct event_writer {
+    std::string& out;
+    bool first = true;
+    /// Starts the next event.
+    void begin() {
+        if (!first) out += ",\n";
+        first = false;
+    }
+};
+
+/// Appends the trace's `otherData`: generator, name, configuration, makespan and scale.
+inline void append_trace_header(std::string& out, const simulation& sim, const config& cfg,
+                                const io::trace_options& opts) {
+    out += "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"generator\": \"ppsched\"";
+    out += ", \"name\": ";
+    ppsched::detail::text::append_json_string(out, opts.name);
+    out += ", \"ranks\": " + std::to_string(cfg.ranks) +
+           ", \"stages_per_rank\": " + std::to_string(cfg.stages_per_rank) +
+           ", \"microbatches\": " + std::to_string(cfg.microbatches) + ", \"makespan\": ";
+    append_trace_number(out, sim.makespan);
+    out += ", \"microseconds_per_unit\": ";
+    append_trace_number(out, opts.microseconds_per_unit);
+    out += "},\n\"traceEvents\": [\n";
+}
+
+/// Appends the metadata naming each rank's process and its compute and comm threads.
+inline void append_rank_metadata(event_writer& w, const config& cfg) {
+    for (int r = 0; r < cfg.ranks; ++r) {
+        const std::string pid = std::to_string(r);
+        w.begin();
+        w.out += "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + pid +
+                 ", \"args\": {\"name\": \"rank " + pid + "\"}},\n";
+        w.out += "{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": " + pid +
+                 ", \"args\": {\"sort_index\": " + pid + "}},\n";
+        w.out += "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + pid +
+                 ", \"tid\": 0, \"args\": {\"name\": \"compute\"}},\n";
+        w.out += "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + pid +
+                 ", \"tid\": 1, \"args\": {\"name\": \"comm\"}}";
+    }
+}
+
+/// One event to write: a slice (`what` 0, `index` into the timeline) or the start (1) or end
+/// (2) of a flow (`index` into the flows), at `ts`.
+struct trace_record {
+    double ts;
+    int what;
+    std::size_t index;
+};
+
+/// The events in time order; at one time, slices before the flows that bind to them, and flow
+/// starts before flow ends, so a viewer that reads in file order meets each flow's start first
+/// and finds the slice it binds to already open. O(n log n) for the sort.
+[[nodiscard]] inline std::vector<trace_record> trace_records(const simulation& sim,
+                                                             const std::vector<trace_flow>& flows) {
+    std::vector<trace_record> records;
+    records.reserve(sim.timeline.size() + 2 * flows.size());
+    for (std::size_t i = 0; i < sim.timeline.size(); ++i)
+        if (sim.timeline[i].ran) records.push_back({trace_start(sim.timeline[i]), 0, i});
+    for (std::size_t f = 0; f < flows.size(); ++f) {
+        records.push_back({trace_start(sim.timeline[flows[f].from]), 1, f});
+        records.push_back({trace_start(sim.timeline[flows[f].to]), 2, f});
+    }
+    std::sort(records.begin(), records.end(), [](const trace_record& x, const trace_record& y) {
+        if (x.ts != y.ts) return x.ts < y.ts;
+        if (x.what != y.what) return x.what < y.what;
+        return x.index < y.index;
+    });
+    return records;
+}
+
+/// Appends the start (or end) of flow number `f`, bound to the slice of `at`.
+inline void append_flow_event(event_writer& w, const trace_flow& flow, std::size_t f, bool start,
+                              const timed_action& at, double scale) {
+    std::string& out = w.out;
+    w.begin();
+    out += "{\"ph\": \"";
+    out += start ? "s" : "f";
+    out += "\", \"name\": \"";
+    out += flow.forward ? "activation" : "gradient";
+    out += "\", \"cat\": \"";
+    out += trace_category(at.act.kind());
+    out += "\", \"id\": " + std::to_string(f + 1) + ", \"pid\": " + std::to_string(at.rank) +
+           ", \"tid\": " + (is_compute(at.act.kind()) ? "0" : "1") + ", \"ts\": ";
+    append_trace_number(out, trace_start(at) * scale);
+    out += start ? "}" : ", \"bp\": \"e\"}";
+}
+
+/// Appends the complete event of an action that ran, with its kind, stage, chunk and
+/// microbatch (a RECV: when it was posted).
+inline void append_slice_event(event_writer& w, const timed_action& t, const config& cfg,
+                               double scale) {
+    std::string& out = w.out;
+    const action& a = t.act;
+    const bool instant = is_p2p(a.kind());
+    w.begin();
+    out += "{\"ph\": \"X\", \"name\": ";
+    ppsched::detail::text::append_json_string(out, to_string(a));
+    out += ", \"cat\": \"";
+    out += trace_category(a.kind());
+    out += "\", \"pid\": " + std::to_string(t.rank) +
+           ", \"tid\": " + (is_compute(a.kind()) ? "0" : "1") + ", \"ts\": ";
+    append_trace_number(out, trace_start(t) * scale);
+    out += ", \"dur\": ";
+    append_trace_number(out, instant ? 0.0 : (t.end - t.start) * scale);
+    out += ", \"args\": {\"kind\": \"";
+    out += trace_kind(a.kind());
+    out += "\", \"stage\": " + std::to_string(a.stage()) +
+           ", \"chunk\": " + std::to_string(cfg.local_stage_index(a.stage()));
+    if (a.kind() == action_kind::overlap_f_b) {
+        const action b = a.backward_part();
+        out += ", \"microbatch\": " + std::to_string(a.forward_part().microbatch()) +
+               ", \"backward\": ";
+        ppsched::detail::text::append_json_string(out, to_string(b));
+    } else if (a.has_microbatch()) {
+        out += ", \"microbatch\": " + std::to_string(a.microbatch());
+    }
+    if (is_recv(a.kind())) {
+        out += ", \"posted\": ";
+        append_trace_number(out, t.start * scale);
+    }
+    out += "}}";
 }
 
 } // namespace ppsched::detail::trace
@@ -205,103 +306,18 @@ namespace ppsched::io {
                     "ppsched::io::write_chrome_trace: the makespan (", sim.makespan,
                     ") times microseconds_per_unit (", scale,
                     ") is not a finite number of microseconds");
-    std::string out = "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"generator\": \"ppsched\"";
-    out += ", \"name\": ";
-    d::append_trace_string(out, opts.name);
-    out += ", \"ranks\": " + std::to_string(cfg.ranks) +
-           ", \"stages_per_rank\": " + std::to_string(cfg.stages_per_rank) +
-           ", \"microbatches\": " + std::to_string(cfg.microbatches) + ", \"makespan\": ";
-    d::append_trace_number(out, sim.makespan);
-    out += ", \"microseconds_per_unit\": ";
-    d::append_trace_number(out, scale);
-    out += "},\n\"traceEvents\": [\n";
-    bool first = true;
-    auto begin_event = [&] {
-        if (!first) out += ",\n";
-        first = false;
-    };
-    for (int r = 0; r < cfg.ranks; ++r) {
-        const std::string pid = std::to_string(r);
-        begin_event();
-        out += "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + pid +
-               ", \"args\": {\"name\": \"rank " + pid + "\"}},\n";
-        out += "{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": " + pid +
-               ", \"args\": {\"sort_index\": " + pid + "}},\n";
-        out += "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + pid +
-               ", \"tid\": 0, \"args\": {\"name\": \"compute\"}},\n";
-        out += "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + pid +
-               ", \"tid\": 1, \"args\": {\"name\": \"comm\"}}";
-    }
-    auto flow_event = [&](std::size_t f, bool start, const timed_action& at) {
-        begin_event();
-        out += "{\"ph\": \"";
-        out += start ? "s" : "f";
-        out += "\", \"name\": \"";
-        out += flows[f].forward ? "activation" : "gradient";
-        out += "\", \"cat\": \"";
-        out += d::trace_category(at.act.kind());
-        out += "\", \"id\": " + std::to_string(f + 1) + ", \"pid\": " + std::to_string(at.rank) +
-               ", \"tid\": " + (is_compute(at.act.kind()) ? "0" : "1") + ", \"ts\": ";
-        d::append_trace_number(out, d::trace_start(at) * scale);
-        out += start ? "}" : ", \"bp\": \"e\"}";
-    };
-    // Events in time order; at one time, slices before the flows that bind to them, and flow
-    // starts before flow ends, so a viewer that reads in file order meets each flow's start
-    // first and finds the slice it binds to already open. O(n log n) for the sort.
-    struct record {
-        double ts;
-        int what; // 0 slice, 1 flow start, 2 flow end
-        std::size_t index;
-    };
-    std::vector<record> records;
-    records.reserve(sim.timeline.size() + 2 * flows.size());
-    for (std::size_t i = 0; i < sim.timeline.size(); ++i)
-        if (sim.timeline[i].ran) records.push_back({d::trace_start(sim.timeline[i]), 0, i});
-    for (std::size_t f = 0; f < flows.size(); ++f) {
-        records.push_back({d::trace_start(sim.timeline[flows[f].from]), 1, f});
-        records.push_back({d::trace_start(sim.timeline[flows[f].to]), 2, f});
-    }
-    std::sort(records.begin(), records.end(), [](const record& x, const record& y) {
-        if (x.ts != y.ts) return x.ts < y.ts;
-        if (x.what != y.what) return x.what < y.what;
-        return x.index < y.index;
-    });
-    for (const record& rec : records) {
-        if (rec.what != 0) {
+    std::string out;
+    d::append_trace_header(out, sim, cfg, opts);
+    d::event_writer w{out};
+    d::append_rank_metadata(w, cfg);
+    for (const d::trace_record& rec : d::trace_records(sim, flows)) {
+        if (rec.what == 0) {
+            d::append_slice_event(w, sim.timeline[rec.index], cfg, scale);
+        } else {
             const d::trace_flow& f = flows[rec.index];
-            flow_event(rec.index, rec.what == 1, sim.timeline[rec.what == 1 ? f.from : f.to]);
-            continue;
+            d::append_flow_event(w, f, rec.index, rec.what == 1,
+                                 sim.timeline[rec.what == 1 ? f.from : f.to], scale);
         }
-        const timed_action& t = sim.timeline[rec.index];
-        const action& a = t.act;
-        const bool instant = is_p2p(a.kind());
-        begin_event();
-        out += "{\"ph\": \"X\", \"name\": ";
-        d::append_trace_string(out, to_string(a));
-        out += ", \"cat\": \"";
-        out += d::trace_category(a.kind());
-        out += "\", \"pid\": " + std::to_string(t.rank) +
-               ", \"tid\": " + (is_compute(a.kind()) ? "0" : "1") + ", \"ts\": ";
-        d::append_trace_number(out, d::trace_start(t) * scale);
-        out += ", \"dur\": ";
-        d::append_trace_number(out, instant ? 0.0 : (t.end - t.start) * scale);
-        out += ", \"args\": {\"kind\": \"";
-        out += d::trace_kind(a.kind());
-        out += "\", \"stage\": " + std::to_string(a.stage()) +
-               ", \"chunk\": " + std::to_string(cfg.local_stage_index(a.stage()));
-        if (a.kind() == action_kind::overlap_f_b) {
-            const action b = a.backward_part();
-            out += ", \"microbatch\": " + std::to_string(a.forward_part().microbatch()) +
-                   ", \"backward\": ";
-            d::append_trace_string(out, to_string(b));
-        } else if (a.has_microbatch()) {
-            out += ", \"microbatch\": " + std::to_string(a.microbatch());
-        }
-        if (is_recv(a.kind())) {
-            out += ", \"posted\": ";
-            d::append_trace_number(out, t.start * scale);
-        }
-        out += "}}";
     }
     out += "\n]}\n";
     return out;

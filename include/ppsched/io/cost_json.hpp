@@ -21,9 +21,10 @@
 #include <utility>
 
 #include "ppsched/cost_model.hpp"
-#include "ppsched/detail/json.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/io/csv.hpp"
+#include "ppsched/io/detail/json.hpp"
+#include "ppsched/io/detail/number_text.hpp"
 
 namespace ppsched::io {
 
@@ -83,12 +84,6 @@ inline void set_stage(std::string_view source, const ppsched::detail::json::valu
         ppsched::detail::json::parser::fail_at(
             source, v, "expected one value for " + what + " (it is set twice)");
     field = non_negative(source, v, what);
-}
-
-inline void append_number(std::string& out, double v) {
-    std::array<char, 32> buf{};
-    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
-    out.append(buf.data(), res.ptr);
 }
 
 } // namespace detail
@@ -208,7 +203,7 @@ inline void append_number(std::string& out, double v) {
     for (const auto& ck : detail::per_stage_keys) {
         if (const auto& u = c.uniform.*(ck.field)) {
             key(ck.name);
-            detail::append_number(out, *u);
+            ppsched::detail::text::append_shortest_number(out, *u);
         }
     }
     if (!c.per_stage.empty()) {
@@ -223,7 +218,7 @@ inline void append_number(std::string& out, double v) {
                     first_field = false;
                     out += ck.name;
                     out += "\": ";
-                    detail::append_number(out, *v);
+                    ppsched::detail::text::append_shortest_number(out, *v);
                 }
             }
             out += "}";
@@ -237,7 +232,7 @@ inline void append_number(std::string& out, double v) {
     for (const auto& [name, value] : scalars) {
         if (value == 0) continue;
         key(name);
-        detail::append_number(out, value);
+        ppsched::detail::text::append_shortest_number(out, value);
     }
     out += first ? "}\n" : "\n}\n";
     return out;

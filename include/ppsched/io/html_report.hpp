@@ -7,7 +7,7 @@
 /// memory over time (with a limit line), a sortable summary table, problems (a deadlock's
 /// waiting ranks, an invalid action, validation messages) drawn on the picture, and several
 /// schedules stacked on one time axis. The page needs no network: its script and style are
-/// inline (hand-written, `detail/html_report_assets.hpp`) and the data are packed as base64
+/// inline (hand-written, `io/detail/html_report_assets.hpp`) and the data are packed as base64
 /// columns. Standard library only; text out, so the caller decides where it goes.
 
 #include <algorithm>
@@ -20,14 +20,17 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ppsched/action.hpp"
-#include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/cost_model.hpp"
-#include "ppsched/detail/html_report_assets.hpp"
+#include "ppsched/io/detail/html_report_assets.hpp"
+#include "ppsched/io/detail/json_text.hpp"
+#include "ppsched/io/detail/number_text.hpp"
 #include "ppsched/io/detail/xml_text.hpp"
+#include "ppsched/simulation.hpp"
 
 namespace ppsched::io {
 
@@ -66,31 +69,12 @@ struct report_options {
 namespace ppsched::detail::html {
 
 /// The shortest text that reads back to the same double (JSON and JavaScript read it exactly).
-[[nodiscard]] inline std::string number(double v) {
-    std::array<char, 64> buf{};
-    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
-    return {buf.data(), res.ptr};
-}
+using ppsched::detail::text::shortest_number;
 
 /// Appends `s` as a JSON string literal that is also safe inside an HTML `<script>`: `<`, `>`
 /// and `&` are escaped, so no text can close the element.
 inline void append_json_string(std::string& out, std::string_view s) {
-    constexpr char digits[] = "0123456789abcdef";
-    out += '"';
-    for (const char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (u < 0x20 || c == '<' || c == '>' || c == '&') {
-            out += "\\u00";
-            out += digits[u >> 4];
-            out += digits[u & 0xF];
-        } else {
-            out += c;
-        }
-    }
-    out += '"';
+    ppsched::detail::text::append_json_string(out, s, true);
 }
 
 /// Appends the base64 encoding of `bytes`.
@@ -159,66 +143,71 @@ void append_array(std::string& out, const std::vector<T>& items, F&& each) {
 /// A name for a problem message: `0F1` and friends.
 [[nodiscard]] inline std::string name_of(const action& a) { return to_string(a); }
 
-/// One schedule as a JSON object (see the script's `loadSchedule` for the reader).
-/// Actions are columns in timeline order (by rank, then the rank's order): kind, stage,
-/// microbatch, slot, and start and end as indices into a table of the distinct times, which
-/// keeps a large order small (a few thousand distinct times for 10^6 actions under simple
-/// costs). Complexity: O(actions log actions) (the time table is sorted).
-inline void append_schedule(std::string& out, const io::report_schedule& s) {
-    const simulation& sim = s.sim;
-    const config& cfg = s.cfg;
-    // An order the simulator refused runs no action; it is then drawn one unit per step (its
-    // slot), so that the failing step shows where it is in the rank's row.
-    const bool by_step = sim.status == simulation_status::invalid;
+/// The actions of a schedule as columns (see `append_schedule`), with the table of distinct
+/// times the columns `t0` and `t1` index.
+struct action_columns {
+    std::vector<double> times;                                // distinct starts and ends, sorted
+    std::vector<std::uint32_t> kind, stage, mb, slot, t0, t1; // per action
+    std::vector<std::uint32_t> kind2, stage2, mb2;            // the backward part of OVERLAP_F_B
+    bool overlap = false;                                     // some action is an OVERLAP_F_B
+    std::vector<std::uint32_t> rank_start;                    // rank r's actions from here
+};
+
+/// The columns of the actions of `sim` that ran (all of them, one unit per slot, `by_step`).
+[[nodiscard]] inline action_columns columns_of(const simulation& sim, const config& cfg,
+                                               bool by_step) {
     auto start_of = [by_step](const timed_action& t) { return by_step ? t.slot : t.start; };
     auto end_of = [by_step](const timed_action& t) { return by_step ? t.slot + 1.0 : t.end; };
     std::vector<const timed_action*> ran;
     ran.reserve(sim.timeline.size());
     for (const timed_action& t : sim.timeline)
         if ((t.ran || by_step) && t.rank >= 0 && t.rank < cfg.ranks) ran.push_back(&t);
-    std::vector<double> times;
-    times.reserve(ran.size() * 2);
+    action_columns c;
+    c.times.reserve(ran.size() * 2);
     for (const timed_action* t : ran) {
-        times.push_back(start_of(*t));
-        times.push_back(end_of(*t));
+        c.times.push_back(start_of(*t));
+        c.times.push_back(end_of(*t));
     }
-    std::sort(times.begin(), times.end());
-    times.erase(std::unique(times.begin(), times.end()), times.end());
-    auto time_index = [&times](double v) {
-        return static_cast<std::uint32_t>(std::lower_bound(times.begin(), times.end(), v) -
-                                          times.begin());
+    std::sort(c.times.begin(), c.times.end());
+    c.times.erase(std::unique(c.times.begin(), c.times.end()), c.times.end());
+    auto time_index = [&c](double v) {
+        return static_cast<std::uint32_t>(std::lower_bound(c.times.begin(), c.times.end(), v) -
+                                          c.times.begin());
     };
     const std::size_t n = ran.size();
-    std::vector<std::uint32_t> kind(n), stage(n), mb(n), slot(n), t0(n), t1(n);
-    std::vector<std::uint32_t> kind2, stage2, mb2; // the backward part of OVERLAP_F_B
-    bool overlap = false;
-    std::vector<std::uint32_t> rank_start(static_cast<std::size_t>(cfg.ranks) + 1, 0);
+    for (auto* col : {&c.kind, &c.stage, &c.mb, &c.slot, &c.t0, &c.t1}) col->assign(n, 0);
+    c.rank_start.assign(static_cast<std::size_t>(cfg.ranks) + 1, 0);
     for (std::size_t i = 0; i < n; ++i) {
         const timed_action& t = *ran[i];
         const action a = t.act.is_overlap() ? t.act.forward_part() : t.act;
-        kind[i] = static_cast<std::uint32_t>(t.act.kind());
-        stage[i] = static_cast<std::uint32_t>(a.stage());
-        mb[i] = a.has_microbatch() ? static_cast<std::uint32_t>(a.microbatch()) : 0;
-        slot[i] = static_cast<std::uint32_t>(t.slot);
-        t0[i] = time_index(start_of(t));
-        t1[i] = time_index(end_of(t));
-        ++rank_start[static_cast<std::size_t>(t.rank) + 1];
-        overlap |= t.act.is_overlap();
+        c.kind[i] = static_cast<std::uint32_t>(t.act.kind());
+        c.stage[i] = static_cast<std::uint32_t>(a.stage());
+        c.mb[i] = a.has_microbatch() ? static_cast<std::uint32_t>(a.microbatch()) : 0;
+        c.slot[i] = static_cast<std::uint32_t>(t.slot);
+        c.t0[i] = time_index(start_of(t));
+        c.t1[i] = time_index(end_of(t));
+        ++c.rank_start[static_cast<std::size_t>(t.rank) + 1];
+        c.overlap |= t.act.is_overlap();
     }
-    if (overlap) {
-        kind2.assign(n, 0);
-        stage2.assign(n, 0);
-        mb2.assign(n, 0);
+    if (c.overlap) {
+        for (auto* col : {&c.kind2, &c.stage2, &c.mb2}) col->assign(n, 0);
         for (std::size_t i = 0; i < n; ++i) {
             if (!ran[i]->act.is_overlap()) continue;
             const action b = ran[i]->act.backward_part();
-            kind2[i] = static_cast<std::uint32_t>(b.kind());
-            stage2[i] = static_cast<std::uint32_t>(b.stage());
-            mb2[i] = static_cast<std::uint32_t>(b.microbatch());
+            c.kind2[i] = static_cast<std::uint32_t>(b.kind());
+            c.stage2[i] = static_cast<std::uint32_t>(b.stage());
+            c.mb2[i] = static_cast<std::uint32_t>(b.microbatch());
         }
     }
-    for (std::size_t r = 1; r < rank_start.size(); ++r) rank_start[r] += rank_start[r - 1];
+    for (std::size_t r = 1; r < c.rank_start.size(); ++r) c.rank_start[r] += c.rank_start[r - 1];
+    return c;
+}
 
+/// Appends the schedule's name, configuration, status and summary numbers.
+inline void append_schedule_summary(std::string& out, const io::report_schedule& s, bool by_step,
+                                    double extent) {
+    const simulation& sim = s.sim;
+    const config& cfg = s.cfg;
     out += "{\"name\":";
     append_json_string(out, s.name.empty() ? std::string("pipeline") : s.name);
     out += ",\"note\":";
@@ -228,21 +217,27 @@ inline void append_schedule(std::string& out, const io::report_schedule& s) {
            ",\"microbatches\":" + std::to_string(cfg.microbatches) + ",\"placement\":";
     append_json_string(out, to_string_view(cfg.placement));
     out += std::string(",\"steps\":") + (s.steps || by_step ? "true" : "false") +
-           ",\"extent\":" + number(times.empty() ? 0.0 : times.back()) +
+           ",\"extent\":" + shortest_number(extent) +
            ",\"lowered\":" + (sim.lowered ? "true" : "false") + ",\"status\":\"" +
            (sim.status == simulation_status::ok         ? "ok"
             : sim.status == simulation_status::deadlock ? "deadlock"
                                                         : "invalid") +
            "\"";
-    out += ",\"makespan\":" + number(sim.makespan) + ",\"ideal\":" + number(sim.ideal) +
-           ",\"totalCompute\":" + number(sim.total_compute) +
-           ",\"bubbleFraction\":" + number(sim.bubble_fraction) +
-           ",\"bubbleRatio\":" + number(sim.bubble_ratio) +
-           ",\"lowerBound\":" + (s.lower_bound ? number(*s.lower_bound) : std::string("null")) +
-           ",\"message\":" + number(s.costs.message_time()) +
-           ",\"freesByI\":" + number(s.costs.input_grad_frees);
-    // Per stage: its rank, neighbours and activation memory (the page recomputes dependencies
-    // and memory from these instead of carrying them per action).
+    out += ",\"makespan\":" + shortest_number(sim.makespan) +
+           ",\"ideal\":" + shortest_number(sim.ideal) +
+           ",\"totalCompute\":" + shortest_number(sim.total_compute) +
+           ",\"bubbleFraction\":" + shortest_number(sim.bubble_fraction) +
+           ",\"bubbleRatio\":" + shortest_number(sim.bubble_ratio) + ",\"lowerBound\":" +
+           (s.lower_bound ? shortest_number(*s.lower_bound) : std::string("null")) +
+           ",\"message\":" + shortest_number(s.costs.message_time()) +
+           ",\"freesByI\":" + shortest_number(s.costs.input_grad_frees);
+}
+
+/// Appends per stage its rank, neighbours, chunk and activation memory (the page recomputes
+/// dependencies and memory from these instead of carrying them per action), then each rank's
+/// summary.
+inline void append_stages_and_ranks(std::string& out, const io::report_schedule& s) {
+    const config& cfg = s.cfg;
     const int stages = cfg.num_stages();
     std::vector<int> idx(static_cast<std::size_t>(stages));
     for (int i = 0; i < stages; ++i) idx[static_cast<std::size_t>(i)] = i;
@@ -255,18 +250,24 @@ inline void append_schedule(std::string& out, const io::report_schedule& s) {
     stage_ints("stageNext", [&](int st) { return cfg.next_stage(st); });
     stage_ints("stageChunk", [&](int st) { return cfg.local_stage_index(st); });
     out += ",\"stageActivation\":";
-    append_array(out, idx, [&](int st) { out += number(s.costs.at(st).activation); });
+    append_array(out, idx, [&](int st) { out += shortest_number(s.costs.at(st).activation); });
     out += ",\"rankSummary\":";
-    append_array(out, sim.ranks, [&](const rank_summary& r) {
-        out += "{\"rank\":" + std::to_string(r.rank) + ",\"busy\":" + number(r.busy) +
-               ",\"idle\":" + number(r.idle) + ",\"bubble_fraction\":" + number(r.bubble_fraction) +
-               ",\"comm_busy\":" + number(r.comm_busy) + ",\"end\":" + number(r.end) +
-               ",\"peak_activations\":" + number(r.peak_activations) +
-               ",\"peak_activations_at\":" + number(r.peak_activations_at) +
-               ",\"peak_memory\":" + number(r.peak_memory) + "}";
+    append_array(out, s.sim.ranks, [&](const rank_summary& r) {
+        out += "{\"rank\":" + std::to_string(r.rank) + ",\"busy\":" + shortest_number(r.busy) +
+               ",\"idle\":" + shortest_number(r.idle) +
+               ",\"bubble_fraction\":" + shortest_number(r.bubble_fraction) +
+               ",\"comm_busy\":" + shortest_number(r.comm_busy) +
+               ",\"end\":" + shortest_number(r.end) +
+               ",\"peak_activations\":" + shortest_number(r.peak_activations) +
+               ",\"peak_activations_at\":" + shortest_number(r.peak_activations_at) +
+               ",\"peak_memory\":" + shortest_number(r.peak_memory) + "}";
     });
-    // Problems: the simulation's own (the waiting ranks of a deadlock, an invalid action),
-    // then the caller's.
+}
+
+/// Appends the problems: the simulation's own (the waiting ranks of a deadlock, an invalid
+/// action), then the caller's, each where to draw it.
+inline void append_problems(std::string& out, const io::report_schedule& s, bool by_step) {
+    const simulation& sim = s.sim;
     std::vector<io::report_problem> problems;
     for (const stuck_rank& st : sim.stuck)
         problems.push_back({st.rank, st.slot,
@@ -289,35 +290,49 @@ inline void append_schedule(std::string& out, const io::report_schedule& s) {
             at = sim.ranks[static_cast<std::size_t>(p.rank)].end;
         if (by_step && p.step >= 0) at = p.step + 1.0; // just after the failing step's box
         out += "{\"rank\":" + std::to_string(p.rank) + ",\"step\":" + std::to_string(p.step) +
-               ",\"time\":" + number(at) + ",\"message\":";
+               ",\"time\":" + shortest_number(at) + ",\"message\":";
         append_json_string(out, p.message);
         out += '}';
     });
-    out += ",\"count\":" + std::to_string(n) + ",\"rankStart\":";
-    append_array(out, rank_start, [&](std::uint32_t v) { out += std::to_string(v); });
+}
+
+/// Appends the action columns: their count, each rank's first, the times, then one packed
+/// column per field (`append_column`), the overlap's backward parts only when there are any.
+inline void append_action_columns(std::string& out, const action_columns& c) {
+    out += ",\"count\":" + std::to_string(c.kind.size()) + ",\"rankStart\":";
+    append_array(out, c.rank_start, [&](std::uint32_t v) { out += std::to_string(v); });
     out += ",\"times\":";
-    append_doubles(out, times);
-    out += ",\"cols\":{\"kind\":";
-    append_column(out, kind);
-    out += ",\"stage\":";
-    append_column(out, stage);
-    out += ",\"mb\":";
-    append_column(out, mb);
-    out += ",\"slot\":";
-    append_column(out, slot);
-    out += ",\"t0\":";
-    append_column(out, t0);
-    out += ",\"t1\":";
-    append_column(out, t1);
-    if (overlap) {
-        out += ",\"kind2\":";
-        append_column(out, kind2);
-        out += ",\"stage2\":";
-        append_column(out, stage2);
-        out += ",\"mb2\":";
-        append_column(out, mb2);
+    append_doubles(out, c.times);
+    const std::pair<const char*, const std::vector<std::uint32_t>*> columns[] = {
+        {"kind", &c.kind},   {"stage", &c.stage},   {"mb", &c.mb},
+        {"slot", &c.slot},   {"t0", &c.t0},         {"t1", &c.t1},
+        {"kind2", &c.kind2}, {"stage2", &c.stage2}, {"mb2", &c.mb2}};
+    out += ",\"cols\":{";
+    for (std::size_t i = 0; i < (c.overlap ? 9u : 6u); ++i) {
+        if (i) out += ',';
+        out += '"';
+        out += columns[i].first;
+        out += "\":";
+        append_column(out, *columns[i].second);
     }
-    out += "}}";
+    out += '}';
+}
+
+/// One schedule as a JSON object (see the script's `loadSchedule` for the reader).
+/// Actions are columns in timeline order (by rank, then the rank's order): kind, stage,
+/// microbatch, slot, and start and end as indices into a table of the distinct times, which
+/// keeps a large order small (a few thousand distinct times for 10^6 actions under simple
+/// costs). Complexity: O(actions log actions) (the time table is sorted).
+inline void append_schedule(std::string& out, const io::report_schedule& s) {
+    // An order the simulator refused runs no action; it is then drawn one unit per step (its
+    // slot), so that the failing step shows where it is in the rank's row.
+    const bool by_step = s.sim.status == simulation_status::invalid;
+    const action_columns c = columns_of(s.sim, s.cfg, by_step);
+    append_schedule_summary(out, s, by_step, c.times.empty() ? 0.0 : c.times.back());
+    append_stages_and_ranks(out, s);
+    append_problems(out, s, by_step);
+    append_action_columns(out, c);
+    out += '}';
 }
 
 /// Appends `text` with the HTML special characters escaped (as XML escapes them, which HTML
@@ -374,7 +389,7 @@ namespace ppsched::io {
     out += "<script id=\"ppsched-data\" type=\"application/json\">{\"title\":";
     h::append_json_string(out, title);
     out += ",\"memoryLimit\":";
-    out += opts.memory_limit ? h::number(*opts.memory_limit) : std::string("null");
+    out += opts.memory_limit ? h::shortest_number(*opts.memory_limit) : std::string("null");
     out += ",\"schedules\":[";
     for (std::size_t i = 0; i < schedules.size(); ++i) {
         if (i) out += ",\n";

@@ -46,9 +46,10 @@
 #include <vector>
 
 #include "ppsched/action.hpp"
-#include "ppsched/detail/json.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/io/csv.hpp"
+#include "ppsched/io/detail/json.hpp"
+#include "ppsched/io/detail/number_text.hpp"
 
 namespace ppsched::io {
 
@@ -115,9 +116,7 @@ inline bool is_integer(double v) { return std::isfinite(v) && v == std::floor(v)
 /// no integer type holds it) as the shortest text that reads back to it.
 inline std::string number_text(double v) {
     if (is_integer(v) && std::fabs(v) < 9.0e15) return std::to_string(static_cast<long long>(v));
-    std::array<char, 64> buf{};
-    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
-    return std::string(buf.data(), res.ptr);
+    return ppsched::detail::text::shortest_number(v);
 }
 
 /// A non-negative integer member (`rank`, `world_size`), or -1 when absent.
@@ -367,10 +366,10 @@ inline bool is_compute_kind(action_kind k) {
                     twin[i] = it->second[k];
             }
             const bool compute = detail::is_compute_kind(s->act.kind());
-            computes += compute ? 1 : 0;
+            if (compute) ++computes;
             if (twin[i]) {
                 ++twins;
-                computes_with_twin += compute ? 1 : 0;
+                if (compute) ++computes_with_twin;
             }
         }
         const bool use_gpu = computes > 0 && computes_with_twin == computes;
@@ -417,11 +416,7 @@ read_pytorch_trace_files(const std::vector<std::string>& paths) {
 /// same actions.
 [[nodiscard]] inline std::string write_pytorch_trace(std::span<const measured_action> actions,
                                                      int rank, int world_size) {
-    auto number = [](double v) {
-        char buf[64];
-        const auto res = std::to_chars(buf, buf + sizeof buf, v);
-        return std::string(buf, res.ptr);
-    };
+    using ppsched::detail::text::shortest_number;
     const std::string r = std::to_string(rank);
     std::string out = "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"ppsched\", "
                       "\"rank\": " +
@@ -432,8 +427,8 @@ read_pytorch_trace_files(const std::vector<std::string>& paths) {
         out += first ? "\n" : ",\n";
         first = false;
         out += "{\"name\": \"PP:" + to_string(a.act) +
-               "\", \"ph\": \"X\", \"ts\": " + number(a.start) +
-               ", \"dur\": " + number(a.end - a.start) + ", \"pid\": " + r +
+               "\", \"ph\": \"X\", \"ts\": " + shortest_number(a.start) +
+               ", \"dur\": " + shortest_number(a.end - a.start) + ", \"pid\": " + r +
                ", \"tid\": 0, \"cat\": \"user_annotation\", \"args\": {\"rank\": " + r + "}}";
     }
     out += "\n]}\n";

@@ -2,7 +2,8 @@
 /// \file io/step_table.hpp
 /// The step table of PyTorch's `_format_pipeline_order`: one line per step, one column per rank,
 /// optionally marking one step with `<-- ERROR HERE`. Byte-for-byte the same text as PyTorch
-/// prints, so tables can be compared with PyTorch's logs and error messages.
+/// prints, so tables can be compared with PyTorch's logs and error messages. `format_report`
+/// prints a validation report above the table, marking the step of its first violation.
 
 #include <cstddef>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "ppsched/action.hpp"
+#include "ppsched/algorithms/validation_report.hpp"
 #include "ppsched/order.hpp"
 
 namespace ppsched {
@@ -142,4 +144,20 @@ template <order_range R>
 }
 
 } // namespace io
+
+/// The report followed by PyTorch's step table of `rows`, with `<-- ERROR HERE` on the step of
+/// the first violation that has a position (run time only).
+template <order_range R>
+[[nodiscard]] std::string format_report(const R& rows, const validation_report& report) {
+    std::optional<std::size_t> error_step;
+    for (const auto& v : report) {
+        if (v.step >= 0) {
+            error_step = static_cast<std::size_t>(v.step);
+            break;
+        }
+    }
+    return to_string(report) + (report.valid() ? "\n" : "") +
+           io::format_step_table(rows, error_step);
+}
+
 } // namespace ppsched

@@ -20,23 +20,14 @@
 
 #include "ppsched/action.hpp"
 #include "ppsched/algorithms/memory_timeline.hpp"
-#include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/config.hpp"
-#include "ppsched/io/detail/xml_text.hpp"
 #include "ppsched/error.hpp"
+#include "ppsched/io/chart.hpp"
+#include "ppsched/io/detail/chart_colors.hpp"
+#include "ppsched/io/detail/xml_text.hpp"
+#include "ppsched/simulation.hpp"
 
 namespace ppsched::io {
-
-/// One timeline to draw.
-struct chart {
-    std::string name; ///< what it shows, e.g. the schedule's name (`ZBVZeroBubble`)
-    config cfg;       ///< its configuration: ranks, stage chunks (the shades), the title
-    /// The timeline: `simulate(...)`, or `step_timeline(...)` of a step layout. Actions that did
-    /// not run (`timed_action::ran` false) are not drawn.
-    simulation sim;
-    bool steps = false; ///< the time axis counts steps of a layout, not cost units
-    std::string note;   ///< an optional line under the title (the costs, say)
-};
 
 /// How `write_svg` draws.
 struct svg_options {
@@ -60,9 +51,12 @@ struct svg_options {
 namespace ppsched::detail::svg {
 
 using io::chart;
+using io::chart_stats;
+using io::chart_title;
 using io::svg_options;
 
 using ppsched::detail::text::append_xml_escaped;
+using ppsched::detail::text::general_number;
 using ppsched::detail::text::xml_escape;
 
 /// A coordinate: at most two decimals, no trailing zeros (`12.5`, `3`).
@@ -78,127 +72,11 @@ using ppsched::detail::text::xml_escape;
     return s == "-0" ? "0" : s;
 }
 
-/// A value for people: up to `digits` significant digits (`52`, `0.0833333`).
-[[nodiscard]] inline std::string chart_number(double v, int digits = 6) {
-    std::array<char, 64> buf{};
-    const auto res =
-        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, digits);
-    return {buf.data(), res.ptr};
-}
-
-struct rgb {
-    int r = 0, g = 0, b = 0;
-};
-
-// Colour-blind-friendly hues (Tableau 10), one per kind.
-[[nodiscard]] inline rgb kind_color(action_kind k) noexcept {
-    switch (k) {
-    case action_kind::forward:
-        return {0x4c, 0x78, 0xa8};
-    case action_kind::backward_input:
-        return {0xf5, 0x85, 0x18};
-    case action_kind::backward_weight:
-        return {0x54, 0xa2, 0x4b};
-    case action_kind::full_backward:
-        return {0xe4, 0x57, 0x56};
-    case action_kind::overlap_f_b:
-        return {0x8e, 0x5a, 0x9e};
-    case action_kind::send_f:
-    case action_kind::send_b:
-        return {0x44, 0x44, 0x44};
-    case action_kind::recv_f:
-    case action_kind::recv_b:
-        return {0xbb, 0xbb, 0xbb};
-    case action_kind::unshard:
-        return {0x3a, 0x9c, 0x96};
-    case action_kind::reshard:
-        return {0x9f, 0xd4, 0xcf};
-    default: // reduce_grad
-        return {0xe0, 0xb1, 0x2a};
-    }
-}
-
-/// `c` mixed with white: `t` = 0 keeps it, 1 gives white.
-[[nodiscard]] inline rgb lighten(rgb c, double t) noexcept {
-    auto mix = [t](int v) { return v + static_cast<int>((255 - v) * t + 0.5); };
-    return {mix(c.r), mix(c.g), mix(c.b)};
-}
-
-/// The shade of stage chunk `chunk` of `chunks`: the first is the kind's own colour, the last
-/// half-way to white, so chunks stay apart and text stays readable.
-[[nodiscard]] inline rgb chunk_color(action_kind k, int chunk, int chunks) noexcept {
-    const double t = chunks > 1 ? 0.5 * chunk / (chunks - 1) : 0.0;
-    return lighten(kind_color(k), t);
-}
-
-[[nodiscard]] inline std::string hex(rgb c) {
-    constexpr char digits[] = "0123456789abcdef";
-    std::string s = "#";
-    for (const int v : {c.r, c.g, c.b}) {
-        s += digits[(v >> 4) & 0xF];
-        s += digits[v & 0xF];
-    }
-    return s;
-}
-
-/// True when white text reads better than dark text on `c` (relative luminance, roughly).
-[[nodiscard]] inline bool is_dark(rgb c) noexcept {
-    return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b < 150;
-}
-
 /// Estimated width of `text` in DejaVu Sans at `px`: its digits are 0.64 em wide, so a label
 /// of digits never overflows its box; capitals and words need about 0.62 em.
 [[nodiscard]] inline double text_width(std::string_view text, double px,
                                        double em = 0.64) noexcept {
     return static_cast<double>(text.size()) * px * em;
-}
-
-/// The legend name of a kind.
-[[nodiscard]] inline std::string_view kind_name(action_kind k) noexcept {
-    switch (k) {
-    case action_kind::forward:
-        return "forward (F)";
-    case action_kind::backward_input:
-        return "backward input (I)";
-    case action_kind::backward_weight:
-        return "backward weight (W)";
-    case action_kind::full_backward:
-        return "full backward (B)";
-    case action_kind::overlap_f_b:
-        return "overlapped F+B";
-    case action_kind::send_f:
-    case action_kind::send_b:
-        return "SEND";
-    case action_kind::recv_f:
-    case action_kind::recv_b:
-        return "RECV (posted to data arrival)";
-    case action_kind::unshard:
-        return "UNSHARD";
-    case action_kind::reshard:
-        return "RESHARD";
-    default:
-        return "REDUCE_GRAD";
-    }
-}
-
-// Legend slots: the five compute kinds, then SEND, RECV, UNSHARD, RESHARD, REDUCE_GRAD.
-[[nodiscard]] inline int legend_slot(action_kind k) noexcept {
-    switch (k) {
-    case action_kind::send_f:
-    case action_kind::send_b:
-        return 5;
-    case action_kind::recv_f:
-    case action_kind::recv_b:
-        return 6;
-    case action_kind::unshard:
-        return 7;
-    case action_kind::reshard:
-        return 8;
-    case action_kind::reduce_grad:
-        return 9;
-    default:
-        return static_cast<int>(k);
-    }
 }
 
 /// The hover text of an action: what it is, its stage and chunk, microbatch, start and end.
@@ -220,8 +98,8 @@ struct rgb {
         s += ':';
         part(t.act);
     }
-    s += "; rank " + std::to_string(t.rank) + ", start " + chart_number(t.start) + ", end " +
-         chart_number(t.end);
+    s += "; rank " + std::to_string(t.rank) + ", start " + general_number(t.start) + ", end " +
+         general_number(t.end);
     return s;
 }
 
@@ -231,33 +109,6 @@ struct rgb {
         return std::to_string(a.forward_part().microbatch()) + "|" +
                std::to_string(a.backward_part().microbatch());
     return a.has_microbatch() ? std::to_string(a.microbatch()) : std::string{};
-}
-
-/// The first line of a single chart: `name: P ranks, V stages per rank, M microbatches`.
-[[nodiscard]] inline std::string chart_title(const chart& c) {
-    const config& cfg = c.cfg;
-    std::string s = c.name.empty() ? std::string("pipeline") : c.name;
-    s += ": " + std::to_string(cfg.ranks) + (cfg.ranks == 1 ? " rank, " : " ranks, ") +
-         std::to_string(cfg.stages_per_rank) +
-         (cfg.stages_per_rank == 1 ? " stage per rank, " : " stages per rank, ") +
-         std::to_string(cfg.microbatches) +
-         (cfg.microbatches == 1 ? " microbatch" : " microbatches");
-    if (cfg.placement != stage_placement::loop) {
-        s += ", ";
-        s += to_string_view(cfg.placement) == "v" ? "V" : to_string_view(cfg.placement);
-        s += " placement";
-    }
-    if (c.sim.lowered) s += ", lowered";
-    if (c.steps) s += ", step layout";
-    return s;
-}
-
-/// `makespan 52 · ideal 48 · bubble ratio 0.0833 · idle 7.69 %` (ratios to 3 digits).
-[[nodiscard]] inline std::string chart_stats(const chart& c) {
-    const simulation& sim = c.sim;
-    return "makespan " + chart_number(sim.makespan) + (c.steps ? " steps" : "") + " \u00b7 ideal " +
-           chart_number(sim.ideal) + " \u00b7 bubble ratio " + chart_number(sim.bubble_ratio, 3) +
-           " \u00b7 idle " + chart_number(100 * sim.bubble_fraction, 3) + " %";
 }
 
 /// Tick spacing: the smallest 1, 2 or 5 times a power of ten that is at least `min`.
@@ -291,17 +142,6 @@ struct svg_layout {
                        [](const timed_action& t) { return t.ran && t.on != stream::compute; });
 }
 
-/// The colour of rank `r` of `ranks` on a memory chart: from blue through green to red.
-[[nodiscard]] inline rgb rank_color(int r, int ranks) noexcept {
-    const double t = ranks > 1 ? static_cast<double>(r) / (ranks - 1) : 0.0;
-    const rgb a{0x1f, 0x77, 0xb4}, m{0x2c, 0xa0, 0x2c}, b{0xd6, 0x27, 0x28};
-    auto mix = [](rgb p, rgb q, double u) {
-        auto ch = [u](int x, int z) { return x + static_cast<int>((z - x) * u + 0.5); };
-        return rgb{ch(p.r, q.r), ch(p.g, q.g), ch(p.b, q.b)};
-    };
-    return t < 0.5 ? mix(a, m, 2 * t) : mix(m, b, 2 * t - 1);
-}
-
 /// Appends the activation-memory chart of `c` (a step line per rank, the limit dashed) with its
 /// top at `y`; returns its bottom.
 inline double memory_chart(std::string& out, const chart& c, const memory_curves& memory,
@@ -314,12 +154,12 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
     const double x0 = L.left, u = L.px_per_unit, bottom = y + height;
     auto vy = [&](double v) { return bottom - v / top_value * height; };
     out += "<text class=\"ph\" x=\"" + svg_number(x0) + "\" y=\"" + svg_number(y - 5) +
-           "\">activation memory per rank (peak " + chart_number(peak) + ")</text>\n";
+           "\">activation memory per rank (peak " + general_number(peak) + ")</text>\n";
     out += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(y) + "\" width=\"" +
            svg_number(plot) + "\" height=\"" + svg_number(height) +
            "\" fill=\"none\" stroke=\"#ccc\"/>\n";
     out += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" + svg_number(vy(peak) + 4) +
-           "\">" + chart_number(peak) + "</text><text class=\"rk\" x=\"" + svg_number(x0 - 8) +
+           "\">" + general_number(peak) + "</text><text class=\"rk\" x=\"" + svg_number(x0 - 8) +
            "\" y=\"" + svg_number(bottom) + "\">0</text>\n";
     const int ranks = static_cast<int>(memory.size());
     for (int r = 0; r < ranks; ++r) {
@@ -342,9 +182,9 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
         }
         out += "<path class=\"mem\" d=\"" + d + "\" stroke=\"" + hex(rank_color(r, ranks)) +
                "\"><title>rank " + std::to_string(r) + ": peak " +
-               chart_number(r < static_cast<int>(c.sim.ranks.size())
-                                ? c.sim.ranks[static_cast<std::size_t>(r)].peak_activations
-                                : 0) +
+               general_number(r < static_cast<int>(c.sim.ranks.size())
+                                  ? c.sim.ranks[static_cast<std::size_t>(r)].peak_activations
+                                  : 0) +
                "</title></path>\n";
     }
     if (opts.memory_limit) {
@@ -353,7 +193,7 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
                "\" x2=\"" + svg_number(x0 + plot) + "\" y2=\"" + svg_number(ly) +
                "\"/><text class=\"lm\" x=\"" + svg_number(x0 + plot - 4) + "\" y=\"" +
                svg_number(ly - y < 14 ? ly + 12 : ly - 3) + "\">limit " +
-               chart_number(*opts.memory_limit) + "</text>\n";
+               general_number(*opts.memory_limit) + "</text>\n";
     }
     // The ranks' colours, as a small key under the chart.
     const double ky = bottom + 14;
@@ -368,62 +208,64 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
     return ky + 12;
 }
 
-/// Writes the chart(s): `stacked` adds a heading per panel and a common title.
-[[nodiscard]] inline std::string write_svg_charts(std::span<const chart> charts,
-                                                  const svg_options& opts, bool stacked) {
-    svg_layout L;
+/// What a set of charts spans: the longest makespan, the most ranks and stage chunks, and the
+/// legend slots of the kinds drawn. Every number drawn must be finite (docs/design.md,
+/// "Bounded resources"): cost_model::check rejects what would overflow; this catches a
+/// simulation made some other way.
+struct chart_extent {
     double span = 0;
     int max_ranks = 1, max_chunks = 1;
     std::array<bool, 10> kinds_used{};
-    // Every number drawn must be finite (docs/design.md, "Bounded resources"): cost_model::check
-    // rejects what would overflow; this catches a simulation made some other way.
+};
+
+[[nodiscard]] inline chart_extent measure_charts(std::span<const chart> charts) {
+    chart_extent e;
     const auto finite = [](double v) {
         PPSCHED_EXPECTS(std::isfinite(v),
                         "ppsched::io::write_svg: a time is not a finite number; check the costs");
     };
     for (const chart& c : charts) {
         finite(c.sim.makespan);
-        span = std::max(span, c.sim.makespan);
-        max_ranks = std::max(max_ranks, c.cfg.ranks);
-        max_chunks = std::max(max_chunks, c.cfg.stages_per_rank);
+        e.span = std::max(e.span, c.sim.makespan);
+        e.max_ranks = std::max(e.max_ranks, c.cfg.ranks);
+        e.max_chunks = std::max(e.max_chunks, c.cfg.stages_per_rank);
         for (const timed_action& t : c.sim.timeline) {
             if (!t.ran) continue;
-            kinds_used[static_cast<std::size_t>(legend_slot(t.act.kind()))] = true;
+            e.kinds_used[static_cast<std::size_t>(legend_slot(t.act.kind()))] = true;
             finite(t.start);
             finite(t.end);
         }
     }
-    if (span <= 0) span = 1;
-    if (max_ranks > 16) L.lane = 14;
-    // Wide boxes (24 px per unit) while the chart stays under 1400 px; beyond that shrink to
-    // 1400 px, but not below 3 px per unit unless the chart would pass 6000 px.
+    if (e.span <= 0) e.span = 1;
+    return e;
+}
+
+/// The layout for `e`: narrower lanes for many ranks, and the horizontal scale. Wide boxes (24
+/// px per unit) while the chart stays under 1400 px; beyond that shrink to 1400 px, but not
+/// below 3 px per unit unless the chart would pass 6000 px.
+[[nodiscard]] inline svg_layout layout_for(const chart_extent& e, const svg_options& opts) {
+    svg_layout L;
+    if (e.max_ranks > 16) L.lane = 14;
     if (opts.px_per_unit > 0)
         L.px_per_unit = opts.px_per_unit;
-    else if (span * 24 > 1400)
-        L.px_per_unit = std::max(1400 / span, std::min(3.0, 6000 / span));
-    const double u = L.px_per_unit;
-    const double plot = span * u;
+    else if (e.span * 24 > 1400)
+        L.px_per_unit = std::max(1400 / e.span, std::min(3.0, 6000 / e.span));
+    return L;
+}
 
-    // Title block.
-    const std::string title = !opts.title.empty() ? opts.title
-                              : stacked
-                                  ? std::to_string(charts.size()) + " schedules on one time axis"
-                              : charts.empty() ? std::string("pipeline")
-                                               : chart_title(charts[0]);
-    std::vector<std::string> sub;
-    if (!stacked && !charts.empty()) {
-        sub.push_back(chart_stats(charts[0]));
-        if (!charts[0].note.empty()) sub.push_back(charts[0].note);
-    } else if (!opts.subtitle.empty()) {
-        sub.push_back(opts.subtitle);
-    }
-    double width = L.left + plot + L.right;
-    width = std::max(width, 24 + text_width(title, 16) * 1.05);
-    for (const auto& s : sub) width = std::max(width, 24 + text_width(s, 12));
-    width = std::max(width, 480.0);
+/// The picture's parts, in drawing order (later ones on top).
+struct svg_layers {
+    std::string head;   // title, subtitles, legend
+    std::string bg;     // the idle lanes
+    std::string grid;   // tick lines and makespan marks
+    std::string boxes;  // one per action
+    std::string labels; // microbatch numbers in the boxes
+    std::string body;   // rank labels, peak memory, panel headings, memory charts
+};
 
-    std::string head, body;
-    double y = 26;
+/// Appends the title and subtitle lines to `head`, from `y`; returns the last line's y.
+inline double draw_title_block(std::string& head, const std::string& title,
+                               const std::vector<std::string>& sub, double y) {
     head += "<text class=\"t1\" x=\"12\" y=\"" + svg_number(y) + "\">";
     append_xml_escaped(head, title);
     head += "</text>\n";
@@ -433,9 +275,12 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
         append_xml_escaped(head, s);
         head += "</text>\n";
     }
+    return y;
+}
 
-    // Legend: flowed left to right, wrapping at the chart's width.
-    y += 14;
+/// Appends the legend, flowed left to right and wrapped at `width`, from `y`; returns the y
+/// below it.
+inline double draw_legend(std::string& head, const chart_extent& e, double width, double y) {
     double lx = 12;
     auto legend_item = [&](const std::vector<std::string>& fills, std::string_view label,
                            bool tick) {
@@ -460,7 +305,7 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
         lx += 6 + text_width(label, 12, 0.62) + 14;
     };
     for (int k = 0; k < 10; ++k) {
-        if (!kinds_used[static_cast<std::size_t>(k)]) continue;
+        if (!e.kinds_used[static_cast<std::size_t>(k)]) continue;
         const auto kind = k < 5    ? static_cast<action_kind>(k)
                           : k == 5 ? action_kind::send_f
                           : k == 6 ? action_kind::recv_f
@@ -469,116 +314,132 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
                                    : action_kind::reduce_grad;
         legend_item({hex(kind_color(kind))}, kind_name(kind), k == 5);
     }
-    if (max_chunks > 1) {
+    if (e.max_chunks > 1) {
         std::vector<std::string> fills;
-        const int shown = std::min(max_chunks, 8);
+        const int shown = std::min(e.max_chunks, 8);
         for (int c = 0; c < shown; ++c)
-            fills.push_back(hex(chunk_color(
-                action_kind::forward, c * (max_chunks - 1) / std::max(shown - 1, 1), max_chunks)));
-        legend_item(fills, "stage chunk 0 \u2192 " + std::to_string(max_chunks - 1) + " (shade)",
+            fills.push_back(
+                hex(chunk_color(action_kind::forward,
+                                c * (e.max_chunks - 1) / std::max(shown - 1, 1), e.max_chunks)));
+        legend_item(fills, "stage chunk 0 \u2192 " + std::to_string(e.max_chunks - 1) + " (shade)",
                     false);
     }
     legend_item({"#ececec"}, "idle", false);
-    y += 12 + 14;
+    return y + 12 + 14;
+}
 
-    // Panels.
-    const double x0 = L.left;
+/// The times of the axis ticks: a tick at least every 60 px, and never more than
+/// max_svg_ticks of them. The count is computed, not looped on (a time scale near 1e300 adds
+/// nothing to t += step).
+[[nodiscard]] inline std::vector<double> time_ticks(double span, double u) {
     std::vector<double> ticks;
-    // A tick at least every 60 px, and never more than max_svg_ticks of them: the count is
-    // computed, not looped on (a time scale near 1e300 adds nothing to t += step).
     double step = nice_step(60 / u);
     if (span / step > static_cast<double>(max_svg_ticks))
         step = nice_step(span / static_cast<double>(max_svg_ticks));
     const auto tick_count = static_cast<std::size_t>(std::floor(span / step + 1e-9)) + 1;
     for (std::size_t i = 0; i < tick_count && i <= max_svg_ticks; ++i)
         ticks.push_back(static_cast<double>(i) * step);
-    std::string bg, grid, boxes, labels;
-    const double top = y;
-    for (const chart& c : charts) {
-        const simulation& sim = c.sim;
-        const bool comm = has_comm_lane(sim);
-        const double row = L.lane + (comm ? L.comm + 1 : 0) + L.gap;
-        const int chunks = std::max(c.cfg.stages_per_rank, 1);
-        if (stacked) {
-            body += "<text class=\"ph\" x=\"12\" y=\"" + svg_number(y + 15) + "\">";
-            append_xml_escaped(body, c.name + (c.name.empty() ? "" : " ") +
+    return ticks;
+}
+
+/// Appends the boxes (and labels) of the actions of `c` that ran, its ranks' rows starting at
+/// `y`, `row` apart. Receives first: a receive's bar spans its wait, and the sends drawn after
+/// stay on top.
+inline void draw_actions(svg_layers& out, const chart& c, const svg_options& opts,
+                         const svg_layout& L, double y, double row) {
+    const double x0 = L.left, u = L.px_per_unit;
+    const int chunks = std::max(c.cfg.stages_per_rank, 1);
+    for (const int pass : {0, 1}) {
+        for (const timed_action& t : c.sim.timeline) {
+            if (!t.ran || t.rank < 0 || t.rank >= c.cfg.ranks) continue;
+            if ((pass == 0) != is_recv(t.act.kind())) continue;
+            const double ry = y + t.rank * row;
+            const bool compute = t.on == stream::compute;
+            double x = x0 + t.start * u, w = (t.end - t.start) * u;
+            double by = ry, bh = L.lane;
+            if (!compute) {
+                // The thin lane: sends and receives on its upper half, FSDP on the lower.
+                bh = L.comm / 2;
+                by = ry + L.lane + 1 + (t.on == stream::p2p ? 0 : bh);
+            }
+            if (w < 1) {
+                x -= (is_send(t.act.kind()) ? 1 : (1 - w) / 2);
+                w = is_send(t.act.kind()) ? 2 : 1;
+            }
+            const int chunk = std::clamp(c.cfg.local_stage_index(t.act.stage()), 0, chunks - 1);
+            const rgb fill =
+                compute ? chunk_color(t.act.kind(), chunk, chunks) : kind_color(t.act.kind());
+            out.boxes += "<rect class=\"act\" x=\"" + svg_number(x) + "\" y=\"" + svg_number(by) +
+                         "\" width=\"" + svg_number(w) + "\" height=\"" + svg_number(bh) +
+                         "\" fill=\"" + hex(fill) + "\"><title>";
+            append_xml_escaped(out.boxes, hover_text(t, c.cfg));
+            out.boxes += "</title></rect>\n";
+            if (!compute || !opts.labels || L.lane < 12) continue;
+            const std::string label = box_label(t.act);
+            if (label.empty() || text_width(label, 11) + 3 > w) continue;
+            out.labels += std::string("<text class=\"") + (is_dark(fill) ? "mb w" : "mb") +
+                          "\" x=\"" + svg_number(x + w / 2) + "\" y=\"" +
+                          svg_number(ry + L.lane / 2 + 4) + "\">" + label + "</text>\n";
+        }
+    }
+}
+
+/// Appends the panel of chart `c` (number `index`) with its top at `y`: its heading when
+/// stacked, each rank's label, idle lanes and peak memory, the actions, the makespan mark and
+/// its memory chart. Returns the y below it.
+inline double draw_panel(svg_layers& out, const chart& c, std::size_t index,
+                         const svg_options& opts, const svg_layout& L, double plot, bool stacked,
+                         double y) {
+    const simulation& sim = c.sim;
+    const double x0 = L.left, u = L.px_per_unit;
+    const bool comm = has_comm_lane(sim);
+    const double row = L.lane + (comm ? L.comm + 1 : 0) + L.gap;
+    if (stacked) {
+        out.body += "<text class=\"ph\" x=\"12\" y=\"" + svg_number(y + 15) + "\">";
+        append_xml_escaped(out.body, c.name + (c.name.empty() ? "" : " ") +
                                          "(V=" + std::to_string(c.cfg.stages_per_rank) +
                                          (c.sim.lowered ? ", lowered" : "") +
                                          "): " + chart_stats(c));
-            body += "</text>\n";
-            y += L.heading;
-        }
-        body += "<text class=\"pk\" x=\"" + svg_number(x0 + plot + 8) + "\" y=\"" +
+        out.body += "</text>\n";
+        y += L.heading;
+    }
+    out.body += "<text class=\"pk\" x=\"" + svg_number(x0 + plot + 8) + "\" y=\"" +
                 svg_number(y - 3) + "\">peak mem.</text>\n";
-        const double panel_top = y;
-        for (int r = 0; r < c.cfg.ranks; ++r) {
-            const double ry = y + r * row;
-            body += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" +
+    const double panel_top = y;
+    for (int r = 0; r < c.cfg.ranks; ++r) {
+        const double ry = y + r * row;
+        out.body += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" +
                     svg_number(ry + L.lane / 2 + 4) + "\">rank " + std::to_string(r) + "</text>\n";
-            bg += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(ry) + "\" width=\"" +
+        out.bg += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(ry) + "\" width=\"" +
                   svg_number(sim.makespan * u) + "\" height=\"" + svg_number(L.lane) +
                   "\" fill=\"#ececec\"/>\n";
-            if (comm)
-                bg += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(ry + L.lane + 1) +
+        if (comm)
+            out.bg += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(ry + L.lane + 1) +
                       "\" width=\"" + svg_number(sim.makespan * u) + "\" height=\"" +
                       svg_number(L.comm) + "\" fill=\"#f5f5f5\"/>\n";
-            if (static_cast<std::size_t>(r) < sim.ranks.size())
-                body += "<text class=\"pk\" x=\"" + svg_number(x0 + plot + 8) + "\" y=\"" +
+        if (static_cast<std::size_t>(r) < sim.ranks.size())
+            out.body += "<text class=\"pk\" x=\"" + svg_number(x0 + plot + 8) + "\" y=\"" +
                         svg_number(ry + L.lane / 2 + 4) + "\">" +
-                        chart_number(sim.ranks[static_cast<std::size_t>(r)].peak_memory) +
+                        general_number(sim.ranks[static_cast<std::size_t>(r)].peak_memory) +
                         "</text>\n";
-        }
-        const double panel_bottom = y + c.cfg.ranks * row - L.gap;
-        // Receives first: a receive's bar spans its wait, and the sends drawn after stay on top.
-        for (const int pass : {0, 1}) {
-            for (const timed_action& t : sim.timeline) {
-                if (!t.ran || t.rank < 0 || t.rank >= c.cfg.ranks) continue;
-                if ((pass == 0) != is_recv(t.act.kind())) continue;
-                const double ry = y + t.rank * row;
-                const bool compute = t.on == stream::compute;
-                double x = x0 + t.start * u, w = (t.end - t.start) * u;
-                double by = ry, bh = L.lane;
-                if (!compute) {
-                    // The thin lane: sends and receives on its upper half, FSDP on the lower.
-                    bh = L.comm / 2;
-                    by = ry + L.lane + 1 + (t.on == stream::p2p ? 0 : bh);
-                }
-                if (w < 1) {
-                    x -= (is_send(t.act.kind()) ? 1 : (1 - w) / 2);
-                    w = is_send(t.act.kind()) ? 2 : 1;
-                }
-                const int chunk = std::clamp(c.cfg.local_stage_index(t.act.stage()), 0, chunks - 1);
-                const rgb fill =
-                    compute ? chunk_color(t.act.kind(), chunk, chunks) : kind_color(t.act.kind());
-                boxes += "<rect class=\"act\" x=\"" + svg_number(x) + "\" y=\"" + svg_number(by) +
-                         "\" width=\"" + svg_number(w) + "\" height=\"" + svg_number(bh) +
-                         "\" fill=\"" + hex(fill) + "\"><title>";
-                append_xml_escaped(boxes, hover_text(t, c.cfg));
-                boxes += "</title></rect>\n";
-                if (!compute || !opts.labels || L.lane < 12) continue;
-                const std::string label = box_label(t.act);
-                if (label.empty() || text_width(label, 11) + 3 > w) continue;
-                labels += std::string("<text class=\"") + (is_dark(fill) ? "mb w" : "mb") +
-                          "\" x=\"" + svg_number(x + w / 2) + "\" y=\"" +
-                          svg_number(ry + L.lane / 2 + 4) + "\">" + label + "</text>\n";
-            }
-        }
-        // The makespan, dashed, so stacked panels compare at a glance.
-        grid += "<line class=\"ms\" x1=\"" + svg_number(x0 + sim.makespan * u) + "\" y1=\"" +
+    }
+    const double panel_bottom = y + c.cfg.ranks * row - L.gap;
+    draw_actions(out, c, opts, L, y, row);
+    // The makespan, dashed, so stacked panels compare at a glance.
+    out.grid += "<line class=\"ms\" x1=\"" + svg_number(x0 + sim.makespan * u) + "\" y1=\"" +
                 svg_number(panel_top - 4) + "\" x2=\"" + svg_number(x0 + sim.makespan * u) +
                 "\" y2=\"" + svg_number(panel_bottom + 4) + "\"/>\n";
-        y = panel_bottom + (stacked ? L.panel_gap : 0);
-        const auto ci = static_cast<std::size_t>(&c - charts.data());
-        if (ci < opts.memory.size() && !opts.memory[ci].empty())
-            y = memory_chart(body, c, opts.memory[ci], opts, L, y + (stacked ? 12 : 24), plot);
-    }
-    const double bottom = y + 4;
-    for (const double t : ticks)
-        grid += "<line class=\"gr\" x1=\"" + svg_number(x0 + t * u) + "\" y1=\"" +
-                svg_number(top - 4) + "\" x2=\"" + svg_number(x0 + t * u) + "\" y2=\"" +
-                svg_number(bottom) + "\"/>\n";
+    y = panel_bottom + (stacked ? L.panel_gap : 0);
+    if (index < opts.memory.size() && !opts.memory[index].empty())
+        y = memory_chart(out.body, c, opts.memory[index], opts, L, y + (stacked ? 12 : 24), plot);
+    return y;
+}
 
-    // Time axis.
+/// The time axis along `bottom`: its line, a tick and a time per tick, and its name.
+[[nodiscard]] inline std::string draw_axis(std::span<const chart> charts,
+                                           const std::vector<double>& ticks, const svg_layout& L,
+                                           double plot, double bottom) {
+    const double x0 = L.left, u = L.px_per_unit;
     std::string axis = "<line class=\"ax\" x1=\"" + svg_number(x0) + "\" y1=\"" +
                        svg_number(bottom) + "\" x2=\"" + svg_number(x0 + plot) + "\" y2=\"" +
                        svg_number(bottom) + "\"/>\n";
@@ -586,13 +447,18 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
         axis += "<line class=\"ax\" x1=\"" + svg_number(x0 + t * u) + "\" y1=\"" +
                 svg_number(bottom) + "\" x2=\"" + svg_number(x0 + t * u) + "\" y2=\"" +
                 svg_number(bottom + 4) + "\"/><text class=\"tk\" x=\"" + svg_number(x0 + t * u) +
-                "\" y=\"" + svg_number(bottom + 16) + "\">" + chart_number(t) + "</text>\n";
+                "\" y=\"" + svg_number(bottom + 16) + "\">" + general_number(t) + "</text>\n";
     const bool all_steps = !charts.empty() && std::all_of(charts.begin(), charts.end(),
                                                           [](const chart& c) { return c.steps; });
     axis += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" + svg_number(bottom + 16) +
             "\">" + (all_steps ? "step" : "time") + "</text>\n";
-    const double height = bottom + 28;
+    return axis;
+}
 
+/// The SVG document: its size, title and style sheet around the layers and the axis.
+[[nodiscard]] inline std::string svg_document(double width, double height, const std::string& title,
+                                              const svg_options& opts, double u,
+                                              const svg_layers& layers, const std::string& axis) {
     std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
                       svg_number(width) + "\" height=\"" + svg_number(height) +
@@ -615,15 +481,57 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
     // Thin white outlines separate neighbouring boxes; on narrow boxes they would hide them.
     out += u >= 6 ? ".act{stroke:#fff;stroke-width:0.6}\n" : ".act{stroke:none}\n";
     out += "</style>\n<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
-    out += head;
-    out += bg;
-    out += grid;
-    out += boxes;
-    out += labels;
-    out += body;
+    out += layers.head;
+    out += layers.bg;
+    out += layers.grid;
+    out += layers.boxes;
+    out += layers.labels;
+    out += layers.body;
     out += axis;
     out += "</svg>\n";
     return out;
+}
+
+/// Writes the chart(s): `stacked` adds a heading per panel and a common title.
+[[nodiscard]] inline std::string write_svg_charts(std::span<const chart> charts,
+                                                  const svg_options& opts, bool stacked) {
+    const chart_extent e = measure_charts(charts);
+    const svg_layout L = layout_for(e, opts);
+    const double plot = e.span * L.px_per_unit;
+
+    const std::string title = !opts.title.empty() ? opts.title
+                              : stacked
+                                  ? std::to_string(charts.size()) + " schedules on one time axis"
+                              : charts.empty() ? std::string("pipeline")
+                                               : chart_title(charts[0]);
+    std::vector<std::string> sub;
+    if (!stacked && !charts.empty()) {
+        sub.push_back(chart_stats(charts[0]));
+        if (!charts[0].note.empty()) sub.push_back(charts[0].note);
+    } else if (!opts.subtitle.empty()) {
+        sub.push_back(opts.subtitle);
+    }
+    double width = L.left + plot + L.right;
+    width = std::max(width, 24 + text_width(title, 16) * 1.05);
+    for (const auto& s : sub) width = std::max(width, 24 + text_width(s, 12));
+    width = std::max(width, 480.0);
+
+    svg_layers layers;
+    double y = draw_title_block(layers.head, title, sub, 26);
+    y = draw_legend(layers.head, e, width, y + 14);
+
+    const std::vector<double> ticks = time_ticks(e.span, L.px_per_unit);
+    const double top = y;
+    for (std::size_t i = 0; i < charts.size(); ++i)
+        y = draw_panel(layers, charts[i], i, opts, L, plot, stacked, y);
+    const double bottom = y + 4;
+    for (const double t : ticks)
+        layers.grid += "<line class=\"gr\" x1=\"" + svg_number(L.left + t * L.px_per_unit) +
+                       "\" y1=\"" + svg_number(top - 4) + "\" x2=\"" +
+                       svg_number(L.left + t * L.px_per_unit) + "\" y2=\"" + svg_number(bottom) +
+                       "\"/>\n";
+    const std::string axis = draw_axis(charts, ticks, L, plot, bottom);
+    return svg_document(width, bottom + 28, title, opts, L.px_per_unit, layers, axis);
 }
 
 } // namespace ppsched::detail::svg

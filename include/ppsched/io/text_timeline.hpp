@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "ppsched/action.hpp"
-#include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/config.hpp"
+#include "ppsched/io/detail/number_text.hpp"
+#include "ppsched/simulation.hpp"
 
 namespace ppsched::io {
 
@@ -55,12 +56,7 @@ namespace ppsched::detail {
 }
 
 /// A time for the ruler and legend: up to 6 significant digits (`10`, `0.5`).
-[[nodiscard]] inline std::string timeline_number(double v) {
-    std::array<char, 64> buf{};
-    const auto res =
-        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 6);
-    return {buf.data(), res.ptr};
-}
+[[nodiscard]] inline std::string timeline_number(double v) { return text::general_number(v); }
 
 } // namespace ppsched::detail
 

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ppsched/detail/json.hpp"
+#include "ppsched/io/detail/json.hpp"
 #include "ppsched/error.hpp"
 #include "ppsched/io/csv.hpp"
 

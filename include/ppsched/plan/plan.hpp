@@ -39,6 +39,7 @@
 
 #include "ppsched/config.hpp"
 #include "ppsched/error.hpp"
+#include "ppsched/io/detail/number_text.hpp"
 #include "ppsched/plan/model.hpp"
 #include "ppsched/plan/partition.hpp"
 #include "ppsched/plan/split.hpp"
@@ -113,12 +114,7 @@ inline void add_candidate(std::vector<plan_candidate>& out, std::vector<int> siz
 }
 
 // A number for messages: up to 6 significant digits (`4`, `1.25`).
-inline std::string short_number(double v) {
-    std::array<char, 32> buf{};
-    const auto res =
-        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 6);
-    return {buf.data(), res.ptr};
-}
+inline std::string short_number(double v) { return ppsched::detail::text::general_number(v); }
 
 } // namespace detail::plan
 

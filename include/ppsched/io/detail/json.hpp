@@ -1,5 +1,5 @@
 #pragma once
-/// \file detail/json.hpp
+/// \file io/detail/json.hpp
 /// A small JSON reader (RFC 8259) for ppsched's own input files (cost models). Why not a
 /// library: ppsched is header-only with no dependency, and these files are a handful of numbers;
 /// about 250 lines buy exact error positions (`file:line:column: expected ...`) and no

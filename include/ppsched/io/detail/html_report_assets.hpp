@@ -1,5 +1,5 @@
 #pragma once
-/// \file detail/html_report_assets.hpp
+/// \file io/detail/html_report_assets.hpp
 /// The style, page skeleton and script of `io::write_html_report`, as raw strings. The script is
 /// hand-written (no library): a report must open offline from `file://` with nothing fetched,
 /// and what it needs (a canvas Gantt with level-of-detail, tooltips, dependency walks, line

@@ -1,5 +1,5 @@
 #pragma once
-/// \file detail/validity_run.hpp
+/// \file algorithms/detail/validity_run.hpp
 /// `validity_run`: the fast path of `validate`. It decides whether an order is valid in one
 /// lock-step run over the rows, with one byte of state per (stage, microbatch), instead of
 /// indexing every action's position first and checking each rule in its own pass.
@@ -23,7 +23,7 @@
 
 #include "ppsched/action.hpp"
 #include "ppsched/config.hpp"
-#include "ppsched/detail/dense_array.hpp"
+#include "ppsched/algorithms/detail/dense_array.hpp"
 #include "ppsched/order.hpp"
 
 namespace ppsched::detail {

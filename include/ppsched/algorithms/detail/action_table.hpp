@@ -1,5 +1,5 @@
 #pragma once
-/// \file detail/action_table.hpp
+/// \file algorithms/detail/action_table.hpp
 /// Dense tables indexed by (kind plane, stage, microbatch), so that per-action bookkeeping in
 /// constexpr algorithms (validation, simulation) needs no hash map.
 
@@ -12,31 +12,53 @@
 
 namespace ppsched::detail {
 
+/// The planes of a (kind, stage, microbatch) table, the compute kinds first: a table of the
+/// first `compute_plane_count` planes serves compute-only orders, and the SEND/RECV planes
+/// can be appended after them (planes are outermost).
+enum action_plane_id : int {
+    plane_f = 0,  ///< F
+    plane_i,      ///< I
+    plane_w,      ///< W
+    plane_b,      ///< B
+    plane_send_f, ///< SEND_F
+    plane_recv_f, ///< RECV_F
+    plane_send_b, ///< SEND_B
+    plane_recv_b, ///< RECV_B
+};
+
 /// Number of planes: F, I, W, B, SEND_F, RECV_F, SEND_B, RECV_B.
 inline constexpr int action_plane_count = 8;
+/// Number of compute planes: F, I, W, B.
+inline constexpr int compute_plane_count = 4;
 
 /// The plane of a kind that names a microbatch (OVERLAP_F_B excluded: use its parts), or -1.
 [[nodiscard]] constexpr int action_plane(action_kind k) noexcept {
     switch (k) {
     case action_kind::forward:
-        return 0;
+        return plane_f;
     case action_kind::backward_input:
-        return 1;
+        return plane_i;
     case action_kind::backward_weight:
-        return 2;
+        return plane_w;
     case action_kind::full_backward:
-        return 3;
+        return plane_b;
     case action_kind::send_f:
-        return 4;
+        return plane_send_f;
     case action_kind::recv_f:
-        return 5;
+        return plane_recv_f;
     case action_kind::send_b:
-        return 6;
+        return plane_send_b;
     case action_kind::recv_b:
-        return 7;
+        return plane_recv_b;
     default:
         return -1;
     }
+}
+
+/// The plane of a compute kind (F, I, W, B), or -1 for any other kind.
+[[nodiscard]] constexpr int compute_plane(action_kind k) noexcept {
+    const int p = action_plane(k);
+    return p < compute_plane_count ? p : -1;
 }
 
 /// Tables with at most this many (stage, microbatch) cells are always affordable.

@@ -1,5 +1,5 @@
 #pragma once
-/// \file detail/dense_array.hpp
+/// \file algorithms/detail/dense_array.hpp
 /// A fixed-size, value-initialised array for the dense (kind, stage, microbatch) tables of the
 /// constexpr algorithms.
 ///

@@ -1,5 +1,5 @@
 #pragma once
-/// \file detail/py_int_set.hpp
+/// \file algorithms/detail/py_int_set.hpp
 /// A set of small non-negative ints that iterates in the order CPython's `set` does.
 ///
 /// PyTorch's UNSHARD/RESHARD pass walks a Python `set` of stage indices when it decides which

@@ -1,5 +1,5 @@
 #pragma once
-/// \file detail/lowering.hpp
+/// \file algorithms/detail/lowering.hpp
 /// Helpers shared by the lowering passes (algorithms/add_*.hpp, merge_bw.hpp, lower.hpp).
 
 #include <array>
@@ -52,15 +52,6 @@ template <order_range R>
     PPSCHED_EXPECTS(out.size() == static_cast<std::size_t>(cfg.ranks), api, ": the order has ",
                     out.size(), " rows but the configuration has ", cfg.ranks, " ranks");
     return order(cfg, std::move(out));
-}
-
-/// Visits `a` itself, or both sub-actions of an OVERLAP_F_B (forward first, as PyTorch's
-/// `sub_actions`).
-template <class F>
-constexpr void for_each_part(const action& a, F&& f) {
-    std::array<action, 2> parts;
-    const int n = a.parts(parts);
-    for (int i = 0; i < n; ++i) f(parts[static_cast<std::size_t>(i)]);
 }
 
 /// Requires one row per rank: `api` names the caller in the error message.

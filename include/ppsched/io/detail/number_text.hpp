@@ -1,0 +1,35 @@
+#pragma once
+/// \file io/detail/number_text.hpp
+/// Numbers as text, in the two forms the writers use: the shortest text that reads back to the
+/// same double (JSON, traces, cost files) and a short form for people (up to 6 significant
+/// digits: titles, rulers, messages). One place, so every output writes a number alike.
+
+#include <array>
+#include <charconv>
+#include <string>
+
+namespace ppsched::detail::text {
+
+/// Appends the shortest text that reads back to the same double (`0.1`, `1e+300`).
+inline void append_shortest_number(std::string& out, double v) {
+    std::array<char, 64> buf{};
+    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    out.append(buf.data(), res.ptr);
+}
+
+/// The shortest text that reads back to the same double.
+[[nodiscard]] inline std::string shortest_number(double v) {
+    std::string s;
+    append_shortest_number(s, v);
+    return s;
+}
+
+/// A number for people: up to `digits` significant digits (`52`, `0.0833333`, `12.5`).
+[[nodiscard]] inline std::string general_number(double v, int digits = 6) {
+    std::array<char, 64> buf{};
+    const auto res =
+        std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, digits);
+    return {buf.data(), res.ptr};
+}
+
+} // namespace ppsched::detail::text
