@@ -396,7 +396,8 @@ namespace ppsched::io {
         h::append_schedule(out, schedules[i]);
     }
     out += "]}</script>\n<script>\n";
-    out += h::script;
+    out += h::script_model;
+    out += h::script_view;
     out += "</script>\n</body>\n</html>\n";
     return out;
 }
