@@ -29,7 +29,6 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
-#include <queue>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -118,7 +117,12 @@ class exact_search {
     std::vector<std::size_t> topo_; // queues in dependency order
     std::vector<double> hold_;      // per forward queue: least time its activation is held
     std::vector<double> tail_;      // per action (queue * mb + j)
-    std::vector<std::vector<int>> rank_stages_;
+    bool limited_ = false;          // some rank has a memory limit
+    struct job {
+        double head, dur, tail;
+    };
+    std::vector<job> jobs_;                        // one_machine's scratch
+    std::vector<std::pair<double, double>> ready_; // one_machine's heap
     // State.
     std::vector<std::size_t> cnt_;
     std::vector<double> end_, free_, held_, head_;
@@ -240,7 +244,8 @@ class exact_search {
             if (m_.split) t += info(s).dur[kind_weight];
             hold_[queue(kind_forward, s)] = t;
         }
-        rank_stages_ = m_.rank_stages;
+        limited_ =
+            std::any_of(m_.limit.begin(), m_.limit.end(), [](double l) { return l < 1e300; });
         cnt_.assign(queues_, 0);
         end_.assign(n_, 0.0);
         head_.assign(n_, 0.0);
@@ -267,8 +272,7 @@ class exact_search {
     [[nodiscard]] double bound() {
         double lb = 0;
         for (double f : free_) lb = std::max(lb, f);
-        const bool memory =
-            std::any_of(m_.limit.begin(), m_.limit.end(), [](double l) { return l < 1e300; });
+        const bool memory = limited_;
         for (auto& f : frees_) f.clear();
         // Heads, microbatch by microbatch (a dependency is of the same microbatch, queue
         // order of the previous one).
@@ -307,7 +311,7 @@ class exact_search {
     /// later one's backward needs this stage's forward of it, which comes after this F).
     [[nodiscard]] double memory_head(std::size_t q, std::size_t j, std::size_t r) const {
         double need = held_[r] - room(r);
-        for (int st : rank_stages_[r]) {
+        for (int st : m_.rank_stages[r]) {
             if (st > stage_[q]) break;
             const std::size_t done = cnt_[queue(kind_forward, st)];
             if (j + 1 > done) need += info(st).activation * static_cast<double>(j + 1 - done);
@@ -323,12 +327,10 @@ class exact_search {
 
     /// Jackson's preemptive schedule of each rank's unscheduled actions (heads, durations,
     /// tails): the optimum of that one-machine relaxation. O(n log n).
-    [[nodiscard]] double one_machine() const {
-        struct job {
-            double head, dur, tail;
-        };
+    [[nodiscard]] double one_machine() {
         double lb = 0;
-        std::vector<job> jobs;
+        std::vector<job>& jobs = jobs_; // scratch, reused: this runs at every node
+        std::vector<std::pair<double, double>>& ready = ready_; // a heap of (tail, time left)
         for (std::size_t r = 0; r < ranks_; ++r) {
             jobs.clear();
             for (std::size_t q = 0; q < queues_; ++q) {
@@ -339,23 +341,27 @@ class exact_search {
             if (jobs.empty()) continue;
             std::sort(jobs.begin(), jobs.end(),
                       [](const job& a, const job& b) { return a.head < b.head; });
-            std::priority_queue<std::pair<double, double>> ready; // (tail, time left)
+            ready.clear();
             double t = jobs[0].head;
             std::size_t i = 0;
             while (i < jobs.size() || !ready.empty()) {
                 if (ready.empty() && t < jobs[i].head) t = jobs[i].head;
                 while (i < jobs.size() && jobs[i].head <= t) {
-                    ready.push({jobs[i].tail, jobs[i].dur});
+                    ready.emplace_back(jobs[i].tail, jobs[i].dur);
+                    std::push_heap(ready.begin(), ready.end());
                     ++i;
                 }
-                const auto [tail, left] = ready.top();
-                ready.pop();
+                std::pop_heap(ready.begin(), ready.end());
+                const auto [tail, left] = ready.back();
+                ready.pop_back();
                 const double run = i < jobs.size() ? std::min(left, jobs[i].head - t) : left;
                 t += run;
                 if (run >= left)
                     lb = std::max(lb, t + tail);
-                else
-                    ready.push({tail, left - run});
+                else {
+                    ready.emplace_back(tail, left - run);
+                    std::push_heap(ready.begin(), ready.end());
+                }
             }
         }
         return lb;
@@ -370,7 +376,7 @@ class exact_search {
             if (!(room(r) > 0)) continue;
             double area = 0;
             const double now = free_[r];
-            for (int s : rank_stages_[r]) {
+            for (int s : m_.rank_stages[r]) {
                 const double a = info(s).activation;
                 if (a <= 0) continue;
                 const std::size_t qf = queue(kind_forward, s);
