@@ -30,7 +30,7 @@ namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 14> tune_own_options{{
+constexpr std::array<option, 15> tune_own_options{{
     {"--ranks", "P", "pipeline ranks (required)"},
     {"--microbatches", "M", "microbatches per step (required)"},
     {"--stages-per-rank", "V", "model chunks per rank (default 1 with loop, 2 with v)"},
@@ -45,6 +45,9 @@ constexpr std::array<option, 14> tune_own_options{{
     {"--exact-nodes", "N",
      "partial orders the exact phase may visit to find a faster order or prove there is none "
      "(default: 50000000 / the problem's compute actions; 0: skip it)"},
+    {"--beam-width", "N",
+     "the widest beam search for start points (default 256; 0: none; wide beams only run on "
+     "small problems)"},
     {"--seed", "N", "seed of the search's random choices (default 1)"},
     {"--output", "FILE", "write the order as PyTorch's CSV (compute_only format) to FILE"},
     {"--picture", "FILE", "draw the tuned order above the best built-in schedule (SVG)"},
@@ -70,7 +73,8 @@ constexpr command_help tune_help{
         "gap 0 proves the order optimal. The search is deterministic for a seed unless the\n"
         "time limit cuts it short. JSON output: {makespan, lower_bound, gap, optimal,\n"
         "bubble_fraction, peak_memory: [per rank], memory_limit, best_builtin: {name, makespan}\n"
-        "| null, start: {name, makespan}, evaluations, exact_nodes, seconds, stopped, bound:\n"
+        "| null, start: {name, makespan}, evaluations, exact_nodes, beam_nodes, seconds,\n"
+        "time_to_best, stopped, bound: "
         "{one_machine, memory, search, exact_complete, least_memory}, candidates: [{name,\n"
         "applies, fits, makespan, peak_memory, why_not}]}.\n"
         "Exit status 2 for a problem no order can meet (a memory limit below the least any\n"
@@ -139,7 +143,8 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
     }
     row("started from", format_number(r.start_makespan), r.start);
     row("searched", std::to_string(r.evaluations) + " orders",
-        "and " + std::to_string(r.exact_nodes) + " exact-search nodes in " + seconds(r.elapsed) +
+        "and " + std::to_string(r.exact_nodes) + " exact-search nodes (" +
+            std::to_string(r.beam_nodes) + " in beams) in " + seconds(r.elapsed) +
             " s, stopped: " + std::string(to_string_view(r.stopped)));
     out += "\n";
     const std::array<std::string, 4> head{"rank", "busy", "idle", "peak memory"};
@@ -173,7 +178,9 @@ std::string json_report(const tune_problem& p, const tune_result& r, const simul
            ", \"makespan\": " + json_number(r.start_makespan) + "}";
     out += ",\n \"evaluations\": " + std::to_string(r.evaluations) +
            ", \"exact_nodes\": " + std::to_string(r.exact_nodes) +
+           ", \"beam_nodes\": " + std::to_string(r.beam_nodes) +
            ", \"seconds\": " + json_number(r.elapsed) +
+           ", \"time_to_best\": " + json_number(r.time_to_best) +
            ", \"stopped\": " + json_string(to_string_view(r.stopped));
     out += ",\n \"bound\": {\"one_machine\": " + json_number(r.bound.one_machine) +
            ", \"one_machine_rank\": " + std::to_string(r.bound.one_machine_rank) +
@@ -222,6 +229,8 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     if (a.has("--exact-nodes"))
         options.exact_nodes =
             static_cast<std::uint64_t>(a.integer("--exact-nodes", 0, 1LL << 62, 0));
+    options.beam_width =
+        static_cast<std::size_t>(a.integer("--beam-width", 0, 1LL << 20, 256));
     // A progress line on stderr once the search runs longer than a second.
     bool printed = false;
     if (!a.has("--quiet")) {

@@ -32,6 +32,20 @@ ppsched_cli_test(tune_exact_phase_text 0 STDOUT_HAS "exact-search nodes"
                  ARGS tune --ranks 4 --microbatches 4 --stages-per-rank 2 --w 0.5 --quiet)
 ppsched_cli_test(tune_bad_exact_nodes 2 STDERR_HAS "--exact-nodes"
                  ARGS tune --ranks 2 --microbatches 2 --exact-nodes -1)
+# The beam search: 4 ranks x 2 stages (V), first stage +30 %, last +60 %, room for three
+# activations. 98 is the optimum proven by tests/oracle's independent branch and bound; the
+# local moves alone stop at 100.1.
+set(skew_v_half --ranks 4 --microbatches 8 --stages-per-rank 2 --placement v
+    --costs ${data}/costs_skew_8.json --memory-limit 3 --exact-nodes 0 --max-evaluations 5000
+    --quiet --format json)
+ppsched_cli_json_test(tune_beam
+  "d['start']['name'] == 'beam' and d['beam_nodes'] > 0 and abs(d['makespan'] - 98) < 1e-9"
+  tune ${skew_v_half} --beam-width 64)
+ppsched_cli_json_test(tune_beam_off
+  "d['start']['name'] != 'beam' and d['beam_nodes'] == 0 and d['makespan'] > 98.5"
+  tune ${skew_v_half} --beam-width 0)
+ppsched_cli_test(tune_bad_beam_width 2 STDERR_HAS "--beam-width"
+                 ARGS tune --ranks 2 --microbatches 2 --beam-width -3)
 # Round trips: the written CSV re-simulates to the printed makespan and peaks.
 foreach(case IN ITEMS "uniform;--ranks;4;--microbatches;8"
                       "uneven;--ranks;8;--microbatches;16;--costs;${uneven};--p2p;0.1;--memory-limit;6"

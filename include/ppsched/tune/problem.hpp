@@ -86,6 +86,11 @@ struct tune_options {
     /// an order faster than the best found, or proves there is none (then the gap is 0);
     /// small problems usually finish well within the default.
     std::optional<std::uint64_t> exact_nodes{};
+    /// The widest beam of the beam-search start points (0: none). Beams of width 4, 16, 64
+    /// and 256 run in turn up to this width, each only while its work (about n^2 x width x
+    /// ranks steps for n compute actions) stays below 4 x 10^7, so larger problems skip the
+    /// wider ones (or all): 4 ranks x 2 stages x 8 microbatches run all four.
+    std::size_t beam_width = 256;
     /// Seed of the search's random choices: the same seed gives the same result unless the
     /// time limit cuts the search short.
     std::uint64_t seed = 1;
@@ -154,13 +159,14 @@ struct tune_result {
     makespan_bound bound;            ///< the proven lower bound on any valid order's makespan
     double gap = 0;                  ///< (makespan - bound) / bound; 0 means proven optimal
     std::string start;               ///< the built-in schedule the best order was improved from
-                                     ///< (or `greedy`/`sequential` when none applied or fitted)
+                                     ///< (or `beam`, `greedy` or `sequential`)
     double start_makespan = 0;       ///< that start's makespan
     std::string best_builtin;        ///< the best built-in schedule that fits ("" if none)
     double best_builtin_makespan = 0;
     std::vector<tune_candidate> candidates; ///< every built-in schedule considered
     std::uint64_t evaluations = 0;          ///< orders simulated
     std::uint64_t exact_nodes = 0;          ///< partial orders the exact phase visited
+    std::uint64_t beam_nodes = 0;           ///< partial orders the beam searches bounded
     double elapsed = 0;                     ///< seconds searched
     double time_to_best = 0; ///< seconds until the returned makespan was first reached
     tune_stop stopped = tune_stop::converged;

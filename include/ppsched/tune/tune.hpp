@@ -189,6 +189,16 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     return e.generate(p.cfg(), detail::tune::candidate_params(e, p));
 }
 
+namespace detail::tune {
+/// About the work of a beam of `width` over a problem of n compute actions: n depths x width
+/// partial orders x about one child per rank, each child bounded in O(n). Not linear: the
+/// beams run only while this stays small (4 x 10^7 is about 0.4 s).
+[[nodiscard]] inline double beam_work(const model& m, std::size_t n, std::size_t width) {
+    const auto x = static_cast<double>(n);
+    return x * x * static_cast<double>(width) * static_cast<double>(m.ranks);
+}
+} // namespace detail::tune
+
 /// Finds a fast valid order for `problem` within its memory limit, and a lower bound on every
 /// valid order's makespan (see the file comment for how). Throws `config_error` for a
 /// malformed or impossible problem: counts out of range, the `dual` placement, a per-stage
@@ -291,6 +301,34 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
             if (spend.spent(ev)) break;
         }
     }
+    // Beam searches over partial orders, guided by the exact phase's bound: where a memory
+    // limit makes the greedy rules and local moves stall, they find orders up to 10 % faster
+    // in tens of milliseconds (docs/tuning.md). Wider beams only run on smaller problems.
+    std::size_t n = 0; // compute actions
+    for (int r = 0; r < m.ranks; ++r) n += m.rank_actions(r);
+    if (!starts.empty() && options.beam_width > 0 && !spend.spent(ev)) {
+        double incumbent = std::numeric_limits<double>::infinity();
+        for (const start_point& sp : starts) incumbent = std::min(incumbent, sp.eval.makespan);
+        exact_search guide(m);
+        for (std::size_t width = 4; width <= std::max<std::size_t>(options.beam_width, 4);
+             width *= 4) {
+            const std::size_t w = std::min(width, options.beam_width);
+            if (incumbent <= target || beam_work(m, n, w) > 4e7) break;
+            exact_limits limits;
+            limits.deadline = spend.deadline;
+            const exact_outcome found = guide.beam(incumbent, w, limits);
+            result.beam_nodes += found.nodes;
+            if (found.improved) {
+                const std::size_t before = starts.size();
+                add_start("beam", found.seq);
+                if (starts.size() > before) {
+                    incumbent = std::min(incumbent, starts.back().eval.makespan);
+                    spend.improved(incumbent, found.found_at);
+                }
+            }
+            if (w == options.beam_width || spend.spent(ev)) break;
+        }
+    }
     std::stable_sort(starts.begin(), starts.end(), [](const start_point& a, const start_point& b) {
         return better(a.eval, b.eval);
     });
@@ -321,8 +359,6 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         }
     }
     const int restarts = 12;
-    std::size_t n = 0; // compute actions
-    for (int r = 0; r < m.ranks; ++r) n += m.rank_actions(r);
     for (int idle = 0; idle < restarts;) {
         if (best.makespan <= target || spend.spent(ev)) break;
         sequences seq = best_seq;
