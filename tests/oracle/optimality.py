@@ -234,8 +234,10 @@ def exact_summary(rows):
                      f"order than tune on {faster}")
     if unproven:
         within = [k for k in unproven if (by_key[k].get("exact") or {}).get("within_1pct") == "proven"]
+        rest = [k for k in unproven if k not in within]
         lines.append(f"optimum unproven: {len(unproven)}; of these, tune proven within 1% of the "
-                     f"optimum on {len(within)}: " + ", ".join(unproven))
+                     f"optimum on {len(within)}: " + (", ".join(within) or "none") +
+                     "; undecided: " + (", ".join(rest) or "none"))
         for k in unproven:
             if (by_key[k].get("exact") or {}).get("within_1pct") == "refuted":
                 alarms.append(f"{k}: an order more than 1% faster than tune's exists")

@@ -11,7 +11,9 @@
 ///    forward first, W as filler or eager, caps on microbatches in flight), which fit any
 ///    memory limit the problem allows; and one microbatch at a time, which fits the least.
 /// 2. Improvement: from the best start points in turn, a tabu search that swaps adjacent
-///    actions of a rank along the critical path (tune/detail/local_search.hpp); then restarts
+///    actions of a rank along the critical path (tune/detail/local_search.hpp); then beam
+///    searches over partial orders ranked by the exact phase's bound (`exact_search::beam`,
+///    up to `tune_options::beam_width`), whose finds the tabu search polishes; then restarts
 ///    from the best order found, randomly perturbed.
 /// 3. Exact phase (tune/detail/exact_search.hpp): a branch and bound over every valid order
 ///    looks for one faster than the best found, or proves that there is none, within
