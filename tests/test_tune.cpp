@@ -289,6 +289,8 @@ TEST_CASE("tune: on tiny problems it finds the optimum that trying every order f
             CHECK(beam.best >= optimum * (1 - 1e-12));
             CHECK_FALSE(exact.beam(optimum, width, dt::exact_limits{}).improved);
         }
+        // Out of nodes after its first expansion, a beam stops with nothing.
+        CHECK_FALSE(exact.beam(std::numeric_limits<double>::infinity(), 4, one).improved);
     }
 }
 
@@ -312,7 +314,7 @@ TEST_CASE("tune: the beam search finds the optimum a memory limit hides from loc
         p.costs.per_stage[s].full_backward = 2 * x;
     }
     p.memory_limit = 3;
-    tune_options with = quick(5000);
+    tune_options with = quick(100000);
     with.exact_nodes = 0;
     with.beam_width = 64; // enough here, and quick under the sanitizers
     tune_options without = with;

@@ -36,7 +36,7 @@ ppsched_cli_test(tune_bad_exact_nodes 2 STDERR_HAS "--exact-nodes"
 # activations. 98 is the optimum proven by tests/oracle's independent branch and bound; the
 # local moves alone stop at 100.1.
 set(skew_v_half --ranks 4 --microbatches 8 --stages-per-rank 2 --placement v
-    --costs ${data}/costs_skew_8.json --memory-limit 3 --exact-nodes 0 --max-evaluations 5000
+    --costs ${data}/costs_skew_8.json --memory-limit 3 --exact-nodes 0 --max-evaluations 100000
     --quiet --format json)
 ppsched_cli_json_test(tune_beam
   "d['start']['name'] == 'beam' and d['beam_nodes'] > 0 and abs(d['makespan'] - 98) < 1e-9"

@@ -113,8 +113,6 @@ class exact_search {
         limits_ = limits;
         out_ = exact_outcome{};
         reset();
-        round_limit_ = ~std::uint64_t{0};
-        round_cut_ = false;
         target_ = incumbent * (1 - 1e-12);
         struct partial {
             std::vector<std::size_t> cnt;
@@ -172,7 +170,12 @@ class exact_search {
                     free_[r] = saved_free;
                     if (lb < target_) children.push_back({lb, spread, b, q});
                 }
-                if (out_of_budget()) return out_;
+                // The clock at every expansion: a child costs a bound, far more than reading it.
+                if ((limits_.max_nodes != 0 && out_.nodes >= limits_.max_nodes) ||
+                    std::chrono::steady_clock::now() >= limits_.deadline) {
+                    stopped_ = true;
+                    return out_;
+                }
             }
             std::sort(children.begin(), children.end(), [](const child& a, const child& b) {
                 return a.bound != b.bound ? a.bound < b.bound : a.spread < b.spread;
