@@ -229,8 +229,7 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     if (a.has("--exact-nodes"))
         options.exact_nodes =
             static_cast<std::uint64_t>(a.integer("--exact-nodes", 0, 1LL << 62, 0));
-    options.beam_width =
-        static_cast<std::size_t>(a.integer("--beam-width", 0, 1LL << 20, 256));
+    options.beam_width = static_cast<std::size_t>(a.integer("--beam-width", 0, 1LL << 20, 256));
     // A progress line on stderr once the search runs longer than a second.
     bool printed = false;
     if (!a.has("--quiet")) {

@@ -86,7 +86,7 @@ struct tune_options {
     /// an order faster than the best found, or proves there is none (then the gap is 0);
     /// small problems usually finish well within the default.
     std::optional<std::uint64_t> exact_nodes{};
-    /// The widest beam of the beam-search start points (0: none). Beams of width 4, 16, 64
+    /// The widest beam search after the first tabu searches (0: none). Beams of width 4, 16, 64
     /// and 256 run in turn up to this width, each only while its work (about n^2 x width x
     /// ranks steps for n compute actions) stays below 4 x 10^7, so larger problems skip the
     /// wider ones (or all): 4 ranks x 2 stages x 8 microbatches run all four.

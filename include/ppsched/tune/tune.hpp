@@ -13,8 +13,8 @@
 /// 2. Improvement: from the best start points in turn, a tabu search that swaps adjacent
 ///    actions of a rank along the critical path (tune/detail/local_search.hpp); then beam
 ///    searches over partial orders ranked by the exact phase's bound (`exact_search::beam`,
-///    up to `tune_options::beam_width`), whose finds the tabu search polishes; then restarts
-///    from the best order found, randomly perturbed.
+///    up to `tune_options::beam_width`), each order they find polished by the tabu search;
+///    then restarts from the best order found, randomly perturbed.
 /// 3. Exact phase (tune/detail/exact_search.hpp): a branch and bound over every valid order
 ///    looks for one faster than the best found, or proves that there is none, within
 ///    `tune_options::exact_nodes` partial orders.
@@ -190,16 +190,6 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     const schedule_entry& e = builtin_schedules().at(name);
     return e.generate(p.cfg(), detail::tune::candidate_params(e, p));
 }
-
-namespace detail::tune {
-/// About the work of a beam of `width` over a problem of n compute actions: n depths x width
-/// partial orders x about one child per rank, each child bounded in O(n). Not linear: the
-/// beams run only while this stays small (4 x 10^7 is about 0.4 s).
-[[nodiscard]] inline double beam_work(const model& m, std::size_t n, std::size_t width) {
-    const auto x = static_cast<double>(n);
-    return x * x * static_cast<double>(width) * static_cast<double>(m.ranks);
-}
-} // namespace detail::tune
 
 /// Finds a fast valid order for `problem` within its memory limit, and a lower bound on every
 /// valid order's makespan (see the file comment for how). Throws `config_error` for a
