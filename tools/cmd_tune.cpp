@@ -46,8 +46,8 @@ constexpr std::array<option, 15> tune_own_options{{
      "partial orders the exact phase may visit to find a faster order or prove there is none "
      "(default: 50000000 / the problem's compute actions; 0: skip it)"},
     {"--beam-width", "N",
-     "the widest beam search for start points (default 256; 0: none; wide beams only run on "
-     "small problems)"},
+     "the widest beam search over partial orders, ranked by the bound, after the first local "
+     "searches (default 256; 0: none; wide beams run only on small problems)"},
     {"--seed", "N", "seed of the search's random choices (default 1)"},
     {"--output", "FILE", "write the order as PyTorch's CSV (compute_only format) to FILE"},
     {"--picture", "FILE", "draw the tuned order above the best built-in schedule (SVG)"},
@@ -74,9 +74,8 @@ constexpr command_help tune_help{
         "time limit cuts it short. JSON output: {makespan, lower_bound, gap, optimal,\n"
         "bubble_fraction, peak_memory: [per rank], memory_limit, best_builtin: {name, makespan}\n"
         "| null, start: {name, makespan}, evaluations, exact_nodes, beam_nodes, seconds,\n"
-        "time_to_best, stopped, bound: "
-        "{one_machine, memory, search, exact_complete, least_memory}, candidates: [{name,\n"
-        "applies, fits, makespan, peak_memory, why_not}]}.\n"
+        "time_to_best, stopped, bound: {one_machine, memory, search, exact_complete,\n"
+        "least_memory}, candidates: [{name, applies, fits, makespan, peak_memory, why_not}]}.\n"
         "Exit status 2 for a problem no order can meet (a memory limit below the least any\n"
         "order needs, which the message gives), malformed costs or bad usage.",
 };
