@@ -34,10 +34,11 @@ ppsched_cli_test(tune_bad_exact_nodes 2 STDERR_HAS "--exact-nodes"
                  ARGS tune --ranks 2 --microbatches 2 --exact-nodes -1)
 # The beam search: 4 ranks x 2 stages (V), first stage +30 %, last +60 %, room for three
 # activations. 98 is the optimum proven by tests/oracle's independent branch and bound; the
-# local moves alone stop at 100.1.
+# local moves alone stop at 100.1. The evaluation limit, not the clock, ends the search (a Debug
+# build on a loaded machine needs seconds for the beams).
 set(skew_v_half --ranks 4 --microbatches 8 --stages-per-rank 2 --placement v
     --costs ${data}/costs_skew_8.json --memory-limit 3 --exact-nodes 0 --max-evaluations 100000
-    --quiet --format json)
+    --time-limit 600 --quiet --format json)
 ppsched_cli_json_test(tune_beam
   "d['start']['name'] == 'beam' and d['beam_nodes'] > 0 and abs(d['makespan'] - 98) < 1e-9"
   tune ${skew_v_half} --beam-width 64)

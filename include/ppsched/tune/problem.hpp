@@ -88,8 +88,9 @@ struct tune_options {
     std::optional<std::uint64_t> exact_nodes{};
     /// The widest beam search after the first tabu searches (0: none). Beams of width 4, 16, 64
     /// and 256 run in turn up to this width, each only while its work (about n^2 x width x
-    /// ranks steps for n compute actions) stays below 4 x 10^7, so larger problems skip the
-    /// wider ones (or all): 4 ranks x 2 stages x 8 microbatches run all four.
+    /// ranks steps for n compute actions) stays below 10^8, so larger problems skip the
+    /// wider ones (or all): 4 ranks x 2 stages x 8 microbatches run all four, 8 x 2 x 32 only
+    /// width 4, 32 ranks x 128 microbatches none.
     std::size_t beam_width = 256;
     /// Seed of the search's random choices: the same seed gives the same result unless the
     /// time limit cuts the search short.

@@ -333,7 +333,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         for (std::size_t width = 4; width <= std::max<std::size_t>(options.beam_width, 4);
              width *= 4) {
             const std::size_t w = std::min(width, options.beam_width);
-            if (best.makespan <= target || beam_work(m, n, w) > 4e7) break;
+            if (best.makespan <= target || beam_work(m, n, w) > 1e8) break;
             exact_limits limits;
             limits.deadline = spend.deadline;
             const exact_outcome found = guide.beam(best.makespan, w, limits);

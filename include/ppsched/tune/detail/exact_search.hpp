@@ -62,7 +62,8 @@ struct exact_limits {
 
 /// About the work of a beam of `width` (`exact_search::beam`) over a problem of n compute
 /// actions: n depths x width partial orders x about one child per rank, each child bounded in
-/// O(n). Not linear: `tune` runs a beam only while this stays small (4 x 10^7 is about 0.4 s).
+/// O(n). Not linear: `tune` runs a beam only while this stays under 10^8 (a second or two:
+/// 3.8 x 10^7 is 0.4 s at 192 actions, 7.5 x 10^7 about 2 s at 1536).
 [[nodiscard]] inline double beam_work(const model& m, std::size_t n, std::size_t width) {
     const auto x = static_cast<double>(n);
     return x * x * static_cast<double>(width) * static_cast<double>(m.ranks);
