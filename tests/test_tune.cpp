@@ -316,7 +316,7 @@ TEST_CASE("tune: the beam search finds the optimum a memory limit hides from loc
     p.memory_limit = 3;
     tune_options with = quick(100000);
     with.exact_nodes = 0;
-    with.beam_width = 64; // enough here, and quick under the sanitizers
+    with.beam_width = 64;  // enough here, and quick under the sanitizers
     with.time_limit = 600; // the evaluation limit ends it, not the clock of a loaded machine
     tune_options without = with;
     without.beam_width = 0;
