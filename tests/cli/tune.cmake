@@ -40,7 +40,7 @@ set(skew_v_half --ranks 4 --microbatches 8 --stages-per-rank 2 --placement v
     --costs ${data}/costs_skew_8.json --memory-limit 3 --exact-nodes 0 --max-evaluations 100000
     --time-limit 600 --quiet --format json)
 ppsched_cli_json_test(tune_beam
-  "d['start']['name'] == 'beam' and d['beam_nodes'] > 0 and abs(d['makespan'] - 98) < 1e-9"
+  "d['start']['name'] == 'beam' and d['beam_nodes'] > 0 and abs(d['makespan'] - 98) < 1e-9 and 0 < d['time_to_best'] <= d['seconds']"
   tune ${skew_v_half} --beam-width 64)
 ppsched_cli_json_test(tune_beam_off
   "d['start']['name'] != 'beam' and d['beam_nodes'] == 0 and d['makespan'] > 98.5"

@@ -336,14 +336,13 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
             if (best.makespan <= target || beam_work(m, n, w) > 1e8) break;
             exact_limits limits;
             limits.deadline = spend.deadline;
-            const exact_outcome found = guide.beam(best.makespan, w, limits);
+            exact_outcome found = guide.beam(best.makespan, w, limits);
             result.beam_nodes += found.nodes;
-            sequences seq = found.seq;
-            const evaluation e0 = found.improved ? ev.run(seq) : evaluation{};
-            if (found.improved && e0.ok && better(e0, best)) {
+            const evaluation e0 = found.improved ? ev.run(found.seq) : evaluation{};
+            if (e0.ok && better(e0, best)) {
                 spend.improved(e0.makespan, found.found_at);
-                best = tabu_search(m, ev, seq, e0, spend, random, patience, false);
-                best_seq = std::move(seq);
+                best = tabu_search(m, ev, found.seq, e0, spend, random, patience, false);
+                best_seq = std::move(found.seq);
                 best_start = "beam";
                 best_start_makespan = e0.makespan;
             }

@@ -149,33 +149,16 @@ class exact_search {
             children.clear();
             for (std::size_t b = 0; b < beam.size(); ++b) {
                 load(beam[b]);
-                for (std::size_t q = 0; q < queues_; ++q) est[q] = cnt_[q] < mb_ ? earliest(q) : -1;
+                heads(est);
                 for (std::size_t q = 0; q < queues_; ++q) {
-                    const double e = est[q];
-                    if (e < 0) continue;
-                    const auto r = static_cast<std::size_t>(rank_[q]);
-                    if (kind_[q] == kind_forward &&
-                        m_.parameters[r] + (held_[r] + mem_[q]) > m_.limit[r])
-                        continue;
-                    bool gap = false;
-                    for (std::size_t y = 0; y < queues_ && !gap; ++y)
-                        gap = y != q && rank_[y] == rank_[q] && kind_[y] != kind_forward &&
-                              est[y] >= 0 && est[y] < e && est[y] + dur_[y] <= e;
-                    if (gap) continue;
-                    const std::size_t id = q * mb_ + cnt_[q];
-                    const double saved_free = free_[r], saved_held = held_[r];
-                    end_[id] = e + dur_[q];
-                    free_[r] = end_[id];
-                    held_[r] += mem_[q];
-                    ++cnt_[q];
+                    if (!may_append(q, est)) continue;
+                    const saved undo = append(q, est[q]);
                     ++out_.nodes;
                     const double lb =
                         depth + 1 == n_ ? *std::max_element(free_.begin(), free_.end()) : bound();
                     double spread = 0;
                     for (double f : free_) spread += f;
-                    --cnt_[q];
-                    held_[r] = saved_held;
-                    free_[r] = saved_free;
+                    retract(q, undo);
                     if (lb < target_) children.push_back({lb, spread, b, q});
                 }
                 // The clock at every expansion: a child costs a bound, far more than reading it.
@@ -192,21 +175,15 @@ class exact_search {
             seen.clear();
             for (const child& c : children) {
                 if (next.size() >= width) break;
-                partial s = beam[c.parent];
-                load(s);
-                const std::size_t q = c.q, id = q * mb_ + cnt_[q];
-                const auto r = static_cast<std::size_t>(rank_[q]);
-                const double e = earliest(q);
-                s.end[id] = e + dur_[q];
-                s.free[r] = s.end[id];
-                s.held[r] += mem_[q];
-                s.seq[r].push_back(m_.node(stage_[q], static_cast<int>(cnt_[q]), kind_[q]));
-                ++s.cnt[q];
-                load(s);
+                const std::size_t q = c.q, r = static_cast<std::size_t>(rank_[q]);
+                load(beam[c.parent]);
+                const int mb = static_cast<int>(cnt_[q]);
+                (void)append(q, earliest(q));
                 state(key, times);
                 if (dominated_in(seen, key, times)) continue;
                 seen[key].insert(seen[key].end(), times.begin(), times.end());
-                next.push_back(std::move(s));
+                next.push_back({cnt_, end_, free_, held_, beam[c.parent].seq});
+                next.back().seq[r].push_back(m_.node(stage_[q], mb, kind_[q]));
             }
             beam.swap(next);
         }
@@ -590,6 +567,54 @@ class exact_search {
         return t;
     }
 
+    /// Each queue's next action's earliest start, or -1 (queue done, or an input missing).
+    void heads(std::vector<double>& est) const {
+        est.assign(queues_, -1);
+        for (std::size_t q = 0; q < queues_; ++q)
+            if (cnt_[q] < mb_) est[q] = earliest(q);
+    }
+
+    /// Whether the node's child may append queue q's next action (starts `est`): it is ready,
+    /// its forward fits in memory (as the evaluator counts it: the same operations), and the
+    /// active rule does not cut it.
+    [[nodiscard]] bool may_append(std::size_t q, const std::vector<double>& est) const {
+        const double e = est[q];
+        if (e < 0) return false;
+        const auto r = static_cast<std::size_t>(rank_[q]);
+        if (kind_[q] == kind_forward && m_.parameters[r] + (held_[r] + mem_[q]) > m_.limit[r])
+            return false;
+        for (std::size_t y = 0; y < queues_; ++y)
+            if (y != q && rank_[y] == rank_[q] && kind_[y] != kind_forward && est[y] >= 0 &&
+                est[y] < e && est[y] + dur_[y] <= e)
+                return false;
+        return true;
+    }
+
+    /// What `append` changed on the rank, for `retract`.
+    struct saved {
+        double free, held;
+    };
+
+    /// Appends queue q's next action, starting at `start`, to its rank's order.
+    saved append(std::size_t q, double start) {
+        const auto r = static_cast<std::size_t>(rank_[q]);
+        const saved undo{free_[r], held_[r]};
+        const std::size_t id = q * mb_ + cnt_[q];
+        end_[id] = start + dur_[q];
+        free_[r] = end_[id];
+        held_[r] += mem_[q];
+        ++cnt_[q];
+        return undo;
+    }
+
+    /// Undoes the `append` of queue q that returned `undo`.
+    void retract(std::size_t q, const saved& undo) {
+        const auto r = static_cast<std::size_t>(rank_[q]);
+        --cnt_[q];
+        held_[r] = undo.held;
+        free_[r] = undo.free;
+    }
+
     void search(std::size_t left) {
         ++out_.nodes;
         if (out_of_budget()) return;
@@ -614,24 +639,11 @@ class exact_search {
         state(key, times);
         if (dominated(key, times)) return;
         std::vector<double>& est = f.est;
-        est.assign(queues_, -1);
-        for (std::size_t q = 0; q < queues_; ++q)
-            if (cnt_[q] < mb_) est[q] = earliest(q);
+        heads(est);
         auto& children = f.children;
         children.clear();
-        for (std::size_t q = 0; q < queues_; ++q) {
-            const double e = est[q];
-            if (e < 0) continue;
-            const auto r = static_cast<std::size_t>(rank_[q]);
-            // Memory as the evaluator counts it (the same operations).
-            if (kind_[q] == kind_forward && m_.parameters[r] + (held_[r] + mem_[q]) > m_.limit[r])
-                continue;
-            bool gap = false; // the active rule
-            for (std::size_t y = 0; y < queues_ && !gap; ++y)
-                gap = y != q && rank_[y] == rank_[q] && kind_[y] != kind_forward && est[y] >= 0 &&
-                      est[y] < e && est[y] + dur_[y] <= e;
-            if (!gap) children.push_back({e, q});
-        }
+        for (std::size_t q = 0; q < queues_; ++q)
+            if (may_append(q, est)) children.push_back({est[q], q});
         // Earliest first; at a tie, backward-side actions before forwards. After the first
         // round, each start is blurred by up to a random share of the action's duration.
         if (round_ > 0)
@@ -643,20 +655,13 @@ class exact_search {
         });
         for (std::size_t i = 0; i < children.size(); ++i) {
             const std::size_t q = children[i].second;
-            const double e = f.est[q]; // the true start (the sort key may be blurred)
             const auto r = static_cast<std::size_t>(rank_[q]);
-            const std::size_t id = q * mb_ + cnt_[q];
-            const double saved_free = free_[r], saved_held = held_[r];
-            end_[id] = e + dur_[q];
-            free_[r] = end_[id];
-            held_[r] += mem_[q];
-            ++cnt_[q];
-            seq_[r].push_back(m_.node(stage_[q], static_cast<int>(id - q * mb_), kind_[q]));
+            seq_[r].push_back(m_.node(stage_[q], static_cast<int>(cnt_[q]), kind_[q]));
+            // The true start is f.est[q] (the sort key may be blurred).
+            const saved undo = append(q, f.est[q]);
             search(left - 1);
+            retract(q, undo);
             seq_[r].pop_back();
-            --cnt_[q];
-            held_[r] = saved_held;
-            free_[r] = saved_free;
             if (stopped_ || round_cut_) return;
         }
         remember(key, times);
