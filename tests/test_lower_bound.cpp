@@ -1,5 +1,6 @@
 // Tests of the makespan lower bound (ppsched/tune/lower_bound.hpp): closed forms derived by hand,
-// and soundness: no built-in schedule's simulated makespan is ever below it.
+// and soundness: no built-in schedule's simulated makespan is ever below it, and on tiny
+// memory-limited problems no part of it exceeds the optimum found by trying every order.
 
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/registry.hpp>
@@ -8,9 +9,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/exhaustive_optimum.hpp"
 #include "support/tune_suite.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 using ppsched::tune_problem;
 
@@ -85,4 +89,103 @@ TEST_CASE("lower_bound: no built-in schedule beats it on the suite", "[lower_bou
             CHECK(b <= sim.makespan * (1 + 1e-12));
         }
     }
+}
+
+TEST_CASE("lower_bound: the memory ramp, derived by hand", "[lower_bound]") {
+    // 2 ranks, 4 microbatches, room for one activation. Rank 0's first free, W of microbatch 0,
+    // ends at 5 at the earliest (F F I I W); before 5 the rank can run one forward and that
+    // microbatch's I (from 3) and W (from 4): 3 of its 12 units, so it ends at 5 + 9 = 14 at
+    // the earliest. (The memory-time part is stronger here: 4 microbatches x 5 units = 20.)
+    tune_problem prob;
+    prob.ranks = 2;
+    prob.microbatches = 4;
+    prob.memory_limit = 1;
+    CHECK(ppsched::lower_bound(prob).memory_ramp == Approx(14).epsilon(1e-8));
+
+    // 4 ranks, 2 stages per rank (loop), 8 microbatches, room for 5 activations (limit 5.5).
+    // Rank 0 holds stages 0 and 4. Its first free, W(4, 0), ends at 13 at the earliest: F on
+    // stages 0..7 (8), I on stages 7..4 (4), W. Before 13 it runs at most 5 forwards (5 whole
+    // activations fit in 5.5), I(4, 0) from 11 and one more action from 12: 7 of its 48 units.
+    prob.ranks = 4;
+    prob.microbatches = 8;
+    prob.stages_per_rank = 2;
+    prob.memory_limit = 5.5;
+    const auto b = ppsched::lower_bound(prob);
+    CHECK(b.memory_ramp == Approx(13 + 48 - 7).epsilon(1e-8));
+    CHECK(b.memory_ramp_rank == 0);
+    CHECK(b.value == b.memory_ramp); // above Jackson's 51 and memory x time
+    CHECK(b.one_machine < b.memory_ramp);
+
+    // No limit, no ramp.
+    prob.memory_limit.reset();
+    CHECK(ppsched::lower_bound(prob).memory_ramp == 0);
+}
+
+TEST_CASE("lower_bound: no part exceeds the optimum of tiny memory-limited problems",
+          "[lower_bound][exhaustive]") {
+    // Random costs, activations of one, two or three sizes per rank, I freeing part of the
+    // activation or none, fused and split backwards, limits from the least any order needs up.
+    std::uint64_t state = 0x5eed;
+    auto uniform01 = [&] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return static_cast<double>(state % 10007) / 10006.0;
+    };
+    struct shape {
+        int p, m, v;
+        ppsched::stage_placement placement;
+        ppsched::backward_mode backward;
+    };
+    using ppsched::backward_mode;
+    using ppsched::stage_placement;
+    const shape shapes[] = {
+        {2, 2, 1, stage_placement::loop, backward_mode::split},
+        {2, 3, 1, stage_placement::loop, backward_mode::fused},
+        {2, 1, 2, stage_placement::loop, backward_mode::split},
+        {2, 1, 2, stage_placement::v, backward_mode::split},
+        {1, 1, 3, stage_placement::loop, backward_mode::split},
+        {1, 2, 2, stage_placement::loop, backward_mode::fused},
+        {2, 2, 1, stage_placement::loop, backward_mode::fused},
+    };
+    int limited = 0, ramp_binding = 0;
+    for (const shape& sh : shapes)
+        for (int trial = 0; trial < 12; ++trial) {
+            tune_problem prob;
+            prob.ranks = sh.p;
+            prob.microbatches = sh.m;
+            prob.stages_per_rank = sh.v;
+            prob.placement = sh.placement;
+            prob.backward = sh.backward;
+            prob.costs.p2p_latency = trial % 2 == 0 ? 0 : 0.1;
+            prob.costs.input_grad_frees = trial % 3 == 0 ? 0.5 : 0;
+            const int stages = sh.p * sh.v;
+            prob.costs.per_stage.resize(static_cast<std::size_t>(stages));
+            for (auto& st : prob.costs.per_stage) {
+                st.forward = 0.5 + uniform01();
+                st.backward_input = 0.5 + uniform01();
+                st.backward_weight = 0.5 + uniform01();
+                st.full_backward = 1 + uniform01();
+                // One, two or three sizes.
+                st.activation = trial % 6 < 2   ? 1.0
+                                : trial % 6 < 4 ? (uniform01() < 0.5 ? 1.0 : 2.0)
+                                                : 0.5 + uniform01();
+            }
+            const auto least = ppsched::lower_bound(prob).least_memory;
+            const double most = *std::max_element(least.begin(), least.end());
+            // From the least any order needs to room for a second microbatch.
+            prob.memory_limit = most * (1 + 0.5 * uniform01());
+            const double optimum = ppsched_test::exhaustive_optimum(prob);
+            INFO("p=" << sh.p << " m=" << sh.m << " v=" << sh.v << " trial " << trial);
+            REQUIRE(optimum < std::numeric_limits<double>::infinity());
+            const auto b = ppsched::lower_bound(prob);
+            ++limited;
+            CHECK(b.memory_ramp <= optimum * (1 + 1e-9));
+            CHECK(b.memory <= optimum * (1 + 1e-9));
+            CHECK(b.value <= optimum * (1 + 1e-9));
+            if (b.memory_ramp > std::max(b.one_machine, b.memory)) ++ramp_binding;
+        }
+    CHECK(limited == 84);
+    // The ramp is the strongest part on some of them (else this test would not test it).
+    CHECK(ramp_binding > 0);
 }

@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/exhaustive_optimum.hpp"
 #include "support/tune_suite.hpp"
 
 #include <algorithm>
@@ -152,64 +153,7 @@ TEST_CASE("tune: with room for one microbatch only, the bound is the sequential 
     check_result(p, r);
 }
 
-namespace {
-
-// Every order of a tiny problem: the per-rank permutations of its actions that keep each
-// stage and microbatch's F before I before W (others deadlock and are skipped by the timing).
-void each_rank_order(const dt::model& m, int rank,
-                     const std::function<void(std::vector<int>&)>& f) {
-    std::vector<int> nodes;
-    for (int s : m.rank_stages[static_cast<std::size_t>(rank)])
-        for (int j = 0; j < m.microbatches; ++j)
-            for (int k = 0; k < m.kinds(); ++k) nodes.push_back(m.node(s, j, k));
-    std::vector<int> row;
-    std::vector<char> used(nodes.size(), 0);
-    std::function<void()> rec = [&] {
-        if (row.size() == nodes.size()) {
-            f(row);
-            return;
-        }
-        for (std::size_t i = 0; i < nodes.size(); ++i) {
-            if (used[i]) continue;
-            const int k = dt::model::kind_of(nodes[i]);
-            if (k > 0 && !used[i - 1]) continue; // its F (or I) first
-            used[i] = 1;
-            row.push_back(nodes[i]);
-            rec();
-            row.pop_back();
-            used[i] = 0;
-        }
-    };
-    rec();
-}
-
-// The optimum of a tiny problem by trying every combination of rank orders.
-double exhaustive_optimum(const tune_problem& p) {
-    const dt::model m = dt::make_model(p);
-    std::vector<std::vector<std::vector<int>>> per_rank(static_cast<std::size_t>(m.ranks));
-    for (int r = 0; r < m.ranks; ++r)
-        each_rank_order(m, r, [&](std::vector<int>& row) {
-            per_rank[static_cast<std::size_t>(r)].push_back(row);
-        });
-    dt::evaluator ev(m);
-    dt::sequences seq(static_cast<std::size_t>(m.ranks));
-    double best = std::numeric_limits<double>::infinity();
-    std::function<void(std::size_t)> rec = [&](std::size_t r) {
-        if (r == per_rank.size()) {
-            const dt::evaluation e = ev.run(seq);
-            if (e.ok) best = std::min(best, e.makespan);
-            return;
-        }
-        for (const auto& row : per_rank[r]) {
-            seq[r] = row;
-            rec(r + 1);
-        }
-    };
-    rec(0);
-    return best;
-}
-
-} // namespace
+namespace {} // namespace
 
 TEST_CASE("tune: on tiny problems it finds the optimum that trying every order finds",
           "[tune][exhaustive]") {
@@ -247,7 +191,7 @@ TEST_CASE("tune: on tiny problems it finds the optimum that trying every order f
         p.memory_limit = c.limit;
         INFO("p=" << c.p << " m=" << c.m << " v=" << c.v << " shape "
                   << ppsched_test::to_chars(c.shape) << " latency " << c.latency);
-        const double optimum = exhaustive_optimum(p);
+        const double optimum = ppsched_test::exhaustive_optimum(p);
         const tune_result r = ppsched::tune(p, quick(20000));
         check_result(p, r);
         CHECK(r.makespan == Approx(optimum).epsilon(1e-12));

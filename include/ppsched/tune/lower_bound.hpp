@@ -26,13 +26,25 @@
 ///   the later stages: the integral is at least the sum of these over stages and
 ///   microbatches, which bounds the makespan from below.
 ///
+/// - Memory ramp. Before a rank's first activations are freed it can run only the forwards
+///   its room holds: an F may start only when everything the rank took, this F included, less
+///   what it freed before, fits its room. So the forwards that start before any time t take at
+///   most room + the frees that end before t, and each free ends no earlier than its head plus
+///   its duration. Up to such a t the rank does at most the work of those forwards (the most
+///   by a fractional knapsack of their work before t per unit of activation) and of the other
+///   actions as released (run without a gap), and never more than the rank could do with no
+///   memory limit; all the rest of its work comes after t. The bound is t + the work left +
+///   the least tail of the rank's actions, at the best t among the frees' earliest ends.
+///
 /// The bound is the largest of these over all ranks. Complexity: O(n log n) in the number of
-/// actions.
+/// actions, except the memory ramp: O(k n log n) with k <= 128 the candidate times per rank.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 #include <queue>
+#include <utility>
 #include <vector>
 
 #include "ppsched/tune/detail/model.hpp"
@@ -71,6 +83,109 @@ struct relaxed_job {
             remaining[j] -= release - t;
             t = release;
         }
+    }
+    return best;
+}
+
+/// One action of a rank for the memory ramp: its head, duration, the activation it takes (a
+/// forward) or gives back (a backward-side action that frees memory).
+struct ramp_job {
+    double release = 0, duration = 0, take = 0, give = 0;
+};
+
+/// The most work forwards can do before some time within `budget` activation: `items` are
+/// (activation, work before the time) of the forwards released before it. A forward is taken
+/// whole or not at all: exactly (by counts) when the forwards have at most two activation
+/// sizes, else the fractional knapsack's greedy value, which is never below the whole one.
+/// Reorders `items`. O(n log n).
+[[nodiscard]] inline double forward_work_within(std::vector<std::pair<double, double>>& items,
+                                                double budget) {
+    if (items.empty() || budget <= 0) return 0;
+    // By activation, then by work, largest first.
+    std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
+    std::size_t split = 0; // first item of the second size
+    while (split < items.size() && items[split].first == items.front().first) ++split;
+    const bool two = split == items.size() ||
+                     std::all_of(items.begin() + static_cast<std::ptrdiff_t>(split), items.end(),
+                                 [&](const auto& x) { return x.first == items[split].first; });
+    // How many of size a fit in `left` (a hair more than exact: rounding never lowers it).
+    auto fit = [](double left, double a, std::size_t have) {
+        if (left < 0) return std::size_t{0};
+        const double k = std::floor(left / a * (1 + 1e-12) + 1e-12);
+        return k >= static_cast<double>(have) ? have : static_cast<std::size_t>(k);
+    };
+    if (two) {
+        std::vector<double> first(split + 1, 0), second(items.size() - split + 1, 0);
+        for (std::size_t i = 0; i < split; ++i) first[i + 1] = first[i] + items[i].second;
+        for (std::size_t i = split; i < items.size(); ++i)
+            second[i - split + 1] = second[i - split] + items[i].second;
+        const double a = items.front().first;
+        const double b = split < items.size() ? items[split].first : a;
+        double best = 0;
+        for (std::size_t c = 0; c <= split; ++c) {
+            const double left = budget - static_cast<double>(c) * a;
+            if (left < -1e-12 * budget) break;
+            best = std::max(best, first[c] + second[fit(left, b, items.size() - split)]);
+        }
+        return best;
+    }
+    std::sort(items.begin(), items.end(), [](const auto& x, const auto& y) {
+        return x.second * y.first > y.second * x.first; // work per activation, largest first
+    });
+    double work = 0;
+    for (const auto& [take, w] : items) {
+        if (budget <= 0) break;
+        work += take <= budget ? w : w * (budget / take);
+        budget -= take;
+    }
+    return work;
+}
+
+/// The memory ramp of one rank with `room` for activations (see the file comment): a lower
+/// bound on the end of the rank's last action. Sorts `jobs`. At most `max_times` candidate
+/// times t (the earliest ends of the frees, in increasing order) are tried: each costs
+/// O(n log n), so this is O(max_times n log n).
+[[nodiscard]] inline double memory_ramp_bound(std::vector<ramp_job>& jobs, double room,
+                                              std::size_t max_times = 128) {
+    if (jobs.empty() || !(room >= 0)) return 0;
+    std::sort(jobs.begin(), jobs.end(),
+              [](const ramp_job& a, const ramp_job& b) { return a.release < b.release; });
+    double work = 0;
+    std::vector<double> ends; // earliest ends of the frees
+    for (const ramp_job& j : jobs) {
+        work += j.duration;
+        if (j.give > 0) ends.push_back(j.release + j.duration);
+    }
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    if (ends.size() > max_times) ends.resize(max_times);
+    std::vector<std::pair<double, double>> forwards; // (activation, work before t)
+    double best = 0;
+    for (double t : ends) {
+        // Frees whose earliest end is before t; the slack makes rounding harmless: an end a few
+        // ulps below t left out only lowers the bound by the slack subtracted below.
+        const double slack = 1e-9 * std::max(1.0, t);
+        double freed = 0, others = 0, all = 0, clock_others = 0, clock_all = 0;
+        forwards.clear();
+        for (const ramp_job& j : jobs) {
+            if (j.release >= t) break;
+            if (j.give > 0 && j.release + j.duration < t - slack) freed += j.give;
+            // Run without a gap, as released: the most work any order does before t.
+            clock_all = std::max(clock_all, j.release);
+            all += std::max(0.0, std::min(j.duration, t - clock_all));
+            clock_all += j.duration;
+            if (j.take > 0) {
+                forwards.push_back({j.take, std::min(j.duration, t - j.release)});
+            } else {
+                clock_others = std::max(clock_others, j.release);
+                others += std::max(0.0, std::min(j.duration, t - clock_others));
+                clock_others += j.duration;
+            }
+        }
+        const double done = std::min(all, others + forward_work_within(forwards, room + freed));
+        best = std::max(best, t - slack + (work - done));
     }
     return best;
 }
@@ -162,6 +277,7 @@ struct chains {
                                                   n.dur[kind_backward] + st.msg_from_next;
     }
     std::vector<relaxed_job> jobs;
+    std::vector<ramp_job> ramp;
     for (int r = 0; r < m.ranks; ++r) {
         for (int numbering = 0; numbering < 2; ++numbering) {
             jobs.clear();
@@ -206,8 +322,35 @@ struct chains {
             out.memory = b;
             out.memory_rank = r;
         }
+        // The memory ramp, with the first numbering's heads (microbatch j's first forward
+        // after j others).
+        ramp.clear();
+        double least_tail = std::numeric_limits<double>::infinity();
+        for (int s : m.rank_stages[ru]) {
+            const auto su = static_cast<std::size_t>(s);
+            const stage_info& st = m.stage[su];
+            for (int k = 0; k < m.kinds(); ++k) {
+                ramp_job job{0, st.dur[k], 0, 0};
+                if (k == kind_forward)
+                    job.take = st.activation;
+                else if (k == kind_backward)
+                    job.give = st.activation * (m.split ? m.frees_by_i : 1);
+                else
+                    job.give = st.activation * (1 - m.frees_by_i);
+                least_tail = std::min(least_tail, c.tail[k][su]);
+                for (int j = 0; j < m.microbatches; ++j) {
+                    job.release = c.head[k][su] + j * first_forward;
+                    ramp.push_back(job);
+                }
+            }
+        }
+        const double rb = memory_ramp_bound(ramp, room) + least_tail;
+        if (rb > out.memory_ramp) {
+            out.memory_ramp = rb;
+            out.memory_ramp_rank = r;
+        }
     }
-    out.value = std::max(out.one_machine, out.memory);
+    out.value = std::max({out.one_machine, out.memory, out.memory_ramp});
     return out;
 }
 

@@ -432,6 +432,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     clamp_rounding(result.bound.value);
     clamp_rounding(result.bound.one_machine);
     clamp_rounding(result.bound.memory);
+    clamp_rounding(result.bound.memory_ramp);
     result.evaluations = ev.count();
     const double b = result.bound.value;
     result.gap = b > 0 ? (result.makespan - b) / b : 0;
