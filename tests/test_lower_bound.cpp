@@ -94,24 +94,29 @@ TEST_CASE("lower_bound: no built-in schedule beats it on the suite", "[lower_bou
 TEST_CASE("lower_bound: the memory ramp, derived by hand", "[lower_bound]") {
     // 2 ranks, 4 microbatches, room for one activation. Rank 0's first free, W of microbatch 0,
     // ends at 5 at the earliest (F F I I W); before 5 the rank can run one forward and that
-    // microbatch's I (from 3) and W (from 4): 3 of its 12 units, so it ends at 5 + 9 = 14 at
-    // the earliest. (The memory-time part is stronger here: 4 microbatches x 5 units = 20.)
+    // microbatch's I (from 3) and W (from 4): 3 units, so it idles at least 2 before 5. Its last
+    // forward holds the only room: only that forward, its I and its W (3 of its 12 units) come
+    // after it, so it starts no earlier than 9 + 2 = 11, and F F I I W (5) follow: 16. (The
+    // memory-time part is stronger here: 4 microbatches x 5 units = 20.)
     tune_problem prob;
     prob.ranks = 2;
     prob.microbatches = 4;
     prob.memory_limit = 1;
-    CHECK(ppsched::lower_bound(prob).memory_ramp == Approx(14).epsilon(1e-8));
+    CHECK(ppsched::lower_bound(prob).memory_ramp == Approx(16).epsilon(1e-8));
 
     // 4 ranks, 2 stages per rank (loop), 8 microbatches, room for 5 activations (limit 5.5).
     // Rank 0 holds stages 0 and 4. Its first free, W(4, 0), ends at 13 at the earliest: F on
     // stages 0..7 (8), I on stages 7..4 (4), W. Before 13 it runs at most 5 forwards (5 whole
-    // activations fit in 5.5), I(4, 0) from 11 and one more action from 12: 7 of its 48 units.
+    // activations fit in 5.5), I(4, 0) from 11 and one more action from 12: 7 units, so it
+    // idles at least 6. Its last forward, F(4, 7), holds at most 5 activations with the others:
+    // at most 1 + 5 x (I + W) = 11 of its 48 units come after it, so it starts no earlier than
+    // 37 + 6 = 43, and the step ends at least 13 later (F on stages 4..7, I on 7..0, W(0, 7)).
     prob.ranks = 4;
     prob.microbatches = 8;
     prob.stages_per_rank = 2;
     prob.memory_limit = 5.5;
     const auto b = ppsched::lower_bound(prob);
-    CHECK(b.memory_ramp == Approx(13 + 48 - 7).epsilon(1e-8));
+    CHECK(b.memory_ramp == Approx(37 + 6 + 13).epsilon(1e-8));
     CHECK(b.memory_ramp_rank == 0);
     CHECK(b.value == b.memory_ramp); // above Jackson's 51 and memory x time
     CHECK(b.one_machine < b.memory_ramp);

@@ -346,8 +346,10 @@ def solve(model, time_limit, minimize, log_path):
     result = m.group(1).strip() if m else ""
     info = {"variables": len(z) + (1 if minimize else 0), "rows": rows, "nonzeros": nnz,
             "cbc_seconds": round(cbc_seconds, 2), "cbc_result": result}
+    # Every variable is bounded, so CBC's preprocessing "infeasible or unbounded" is infeasible.
     if re.search(r"Problem proven infeasible|Linear relaxation infeasible", result) or (
-            not result and re.search(r"^Problem is infeasible", text, re.M)):
+            not result and re.search(r"^Problem is infeasible|^Pre-processing says infeasible",
+                                     text, re.M)):
         return "infeasible", None, info
     has_solution = lp.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
     if has_solution:

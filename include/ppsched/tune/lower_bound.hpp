@@ -25,16 +25,16 @@
 ///   start to the end of the backward that frees it, at least the shortest round trip through
 ///   the later stages: the integral is at least the sum of these over stages and
 ///   microbatches, which bounds the makespan from below.
-///
-/// - Memory ramp. Before a rank's first activations are freed it can run only the forwards
-///   its room holds: an F may start only when everything the rank took, this F included, less
-///   what it freed before, fits its room. So the forwards that start before any time t take at
-///   most room + the frees that end before t, and each free ends no earlier than its head plus
-///   its duration. Up to such a t the rank does at most the work of those forwards (the most
-///   by a fractional knapsack of their work before t per unit of activation) and of the other
-///   actions as released (run without a gap), and never more than the rank could do with no
-///   memory limit; all the rest of its work comes after t. The bound is t + the work left +
-///   the least tail of the rank's actions, at the best t among the frees' earliest ends.
+/// - Memory ramp. An F may start only when everything the rank took, this F included, less
+///   what it freed before, fits its room. Ramp up: so the forwards that start before any time
+///   t take at most room + the frees that end before t, each free ending no earlier than its
+///   head plus its duration. Up to t the rank does at most the work of those forwards (whole
+///   ones, exact for at most two activation sizes, else a fractional knapsack) and of the
+///   other actions as released (run without a gap), and never more than it could with no
+///   limit: it idles at least t minus that. Ramp down: the rank's last F (on its last stage in
+///   the path) leaves only itself and the backward-side work of the activations it holds, at
+///   most its room's worth, after its start; the rest and that idle come before it, and the
+///   step lasts its duration and tail after it. The best t among the frees' earliest ends.
 ///
 /// The bound is the largest of these over all ranks. Complexity: O(n log n) in the number of
 /// actions, except the memory ramp: O(k n log n) with k <= 128 the candidate times per rank.
@@ -143,11 +143,21 @@ struct ramp_job {
     return work;
 }
 
+/// The end of a rank's step after its last forward: `late_work` bounds the work the rank can
+/// still have when its last forward starts (that forward, and the backward-side actions of
+/// the activations it holds then, which fit its room), `reach` the least time from that start
+/// to the end of the step (the forward's duration and tail).
+struct ramp_end {
+    double late_work = std::numeric_limits<double>::infinity();
+    double reach = 0;
+};
+
 /// The memory ramp of one rank with `room` for activations (see the file comment): a lower
-/// bound on the end of the rank's last action. Sorts `jobs`. At most `max_times` candidate
-/// times t (the earliest ends of the frees, in increasing order) are tried: each costs
-/// O(n log n), so this is O(max_times n log n).
+/// bound on the makespan, from its actions `jobs` (sorted here), the least tail of any of them
+/// and `end`. At most `max_times` candidate times t (the earliest ends of the frees, in
+/// increasing order) are tried: each costs O(n log n), so this is O(max_times n log n).
 [[nodiscard]] inline double memory_ramp_bound(std::vector<ramp_job>& jobs, double room,
+                                              double least_tail, const ramp_end& end,
                                               std::size_t max_times = 128) {
     if (jobs.empty() || !(room >= 0)) return 0;
     std::sort(jobs.begin(), jobs.end(),
@@ -161,8 +171,11 @@ struct ramp_job {
     std::sort(ends.begin(), ends.end());
     ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
     if (ends.size() > max_times) ends.resize(max_times);
+    // The last forward starts after all but `late_work` of the rank's work, and the step ends
+    // `reach` after it.
+    const double early_work = work - end.late_work;
+    double best = early_work > 0 ? early_work + end.reach : 0;
     std::vector<std::pair<double, double>> forwards; // (activation, work before t)
-    double best = 0;
     for (double t : ends) {
         // Frees whose earliest end is before t; the slack makes rounding harmless: an end a few
         // ulps below t left out only lowers the bound by the slack subtracted below.
@@ -185,9 +198,53 @@ struct ramp_job {
             }
         }
         const double done = std::min(all, others + forward_work_within(forwards, room + freed));
-        best = std::max(best, t - slack + (work - done));
+        const double idle = t - slack - done; // the rank is idle at least this long before t
+        best = std::max(best, work + idle + least_tail);
+        // More work than can be done before t precedes the last forward, so it starts after t,
+        // and after this idle time too.
+        if (early_work > done) best = std::max(best, early_work + idle + end.reach);
     }
     return best;
+}
+
+/// The most backward-side work rank r can still owe for activations that take at most `cap`
+/// of its memory together (up to one per microbatch and stage). Whole activations when they all
+/// have one size, else a fractional knapsack (never less). With I freeing part, an activation whose
+/// I has run holds the rest and owes its W only. O(V log V).
+[[nodiscard]] inline double held_work(const model& m, int r, double cap) {
+    struct item {
+        double weight, value, count;
+    };
+    std::vector<item> items;
+    const auto ru = static_cast<std::size_t>(r);
+    const double count = m.microbatches;
+    for (int s : m.rank_stages[ru]) {
+        const stage_info& st = m.stage[static_cast<std::size_t>(s)];
+        const double rest = m.split ? st.dur[kind_weight] : 0;
+        items.push_back({st.activation, st.dur[kind_backward] + rest, count});
+        if (m.split && m.frees_by_i > 0)
+            items.push_back({st.activation * (1 - m.frees_by_i), rest, count});
+    }
+    double work = 0;
+    for (const item& it : items)
+        if (it.weight <= 0) work += it.value * it.count; // held for free
+    std::erase_if(items, [](const item& it) { return it.weight <= 0; });
+    if (items.empty() || cap <= 0) return work;
+    const bool one_size = std::all_of(items.begin(), items.end(),
+                                      [&](const item& it) { return it.weight == items[0].weight; });
+    std::sort(items.begin(), items.end(), [](const item& a, const item& b) {
+        return a.value * b.weight > b.value * a.weight; // work per unit of memory, most first
+    });
+    // Whole activations of one size: as many as fit (a hair more: rounding never lowers it).
+    double left =
+        one_size ? std::floor(cap / items[0].weight * (1 + 1e-12) + 1e-12) * items[0].weight : cap;
+    for (const item& it : items) {
+        if (left <= 0) break;
+        const double take = std::min(it.count, left / it.weight);
+        work += take * it.value;
+        left -= take * it.weight;
+    }
+    return work;
 }
 
 /// Per stage and kind: heads and tails ignoring the ranks' one-at-a-time rule, and the paths
@@ -344,7 +401,15 @@ struct chains {
                 }
             }
         }
-        const double rb = memory_ramp_bound(ramp, room) + least_tail;
+        // The last forward of the rank is on its last stage in the path (an earlier stage's
+        // forward precedes that stage's forward of the same microbatch).
+        const int last = m.rank_stages[ru].back();
+        const stage_info& ls = m.stage[static_cast<std::size_t>(last)];
+        ramp_end end;
+        end.reach = ls.dur[kind_forward] + c.tail[kind_forward][static_cast<std::size_t>(last)];
+        end.late_work = ls.dur[kind_forward] + held_work(m, r, room - ls.activation) +
+                        ls.dur[kind_backward] + (m.split ? ls.dur[kind_weight] : 0);
+        const double rb = memory_ramp_bound(ramp, room, least_tail, end);
         if (rb > out.memory_ramp) {
             out.memory_ramp = rb;
             out.memory_ramp_rank = r;
