@@ -39,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -392,6 +393,128 @@ struct solver_t {
                     }
                 }
                 lb = std::max(lb, now + area / room[r]);
+            }
+        }
+        if (pb.limited && lb < target) lb = std::max(lb, ramp_bound());
+        return lb;
+    }
+
+    // The memory ramp per rank (ppsched's lower_bound.hpp has its own version at the root):
+    // forwards starting before t take at most room - held + what frees end before t (each no
+    // earlier than its head's end), so before t the rank does at most that many forwards'
+    // work plus the other actions as released; and its last forward (last stage, last
+    // microbatch) leaves after it only itself and the I/W work of what it then holds (<= room),
+    // with the step lasting its duration and tail after it. Needs the heads of lower_bound().
+    struct rjob {
+        double head, dur, take, give;
+    };
+    std::vector<rjob> rjobs;
+    std::vector<double> rends;
+    std::vector<std::pair<double, double>> rfwd; // (work before t, activation)
+    double forward_work(double budget) {
+        // Whole forwards when all have one size (floor), else fractional by work per activation.
+        if (rfwd.empty() || budget <= 1e-12) return 0;
+        bool one = true;
+        for (auto& x : rfwd) one = one && x.second == rfwd[0].second;
+        double w = 0;
+        if (one) {
+            std::sort(rfwd.begin(), rfwd.end(), std::greater<>());
+            const double k = std::floor(budget / rfwd[0].second + 1e-9);
+            for (std::size_t i = 0; i < rfwd.size() && static_cast<double>(i) < k; ++i)
+                w += rfwd[i].first;
+            return w;
+        }
+        std::sort(rfwd.begin(), rfwd.end(),
+                  [](auto& a, auto& b) { return a.first * b.second > b.first * a.second; });
+        for (auto& [work, act] : rfwd) {
+            if (budget <= 0) break;
+            w += act <= budget ? work : work * budget / act;
+            budget -= act;
+        }
+        return w;
+    }
+    double ramp_bound() {
+        double lb = 0;
+        for (int r = 0; r < P; ++r) {
+            rjobs.clear();
+            double work = 0, least_tail = std::numeric_limits<double>::infinity();
+            for (int q = 0; q < Q; ++q) {
+                if (q_rank[q] != r) continue;
+                for (int j = cnt[q]; j < M; ++j) {
+                    const int id = q * M + j;
+                    rjobs.push_back(
+                        {head[id], q_dur[q], std::max(0.0, q_mem[q]), std::max(0.0, -q_mem[q])});
+                    work += q_dur[q];
+                    least_tail = std::min(least_tail, tail[id]);
+                }
+            }
+            if (rjobs.empty()) continue;
+            std::sort(rjobs.begin(), rjobs.end(),
+                      [](const rjob& a, const rjob& b) { return a.head < b.head; });
+            const double now = free_t[r];
+            const double budget0 = room[r] - held[r];
+            // Ramp down: the rank's last forward, if still to run.
+            const int last = rank_stage_list[r].back();
+            const int qf = queue(F, last);
+            double early = -1, reach = 0, last_head = 0;
+            if (cnt[qf] < M) {
+                const int id = qf * M + M - 1;
+                const double a = pb.arrays.at("activation")[last];
+                // The I/W work of held activations within room - a: items per stage of the rank.
+                std::vector<std::pair<double, double>> items; // (work, memory)
+                double free_work = 0;
+                for (int st : rank_stage_list[r]) {
+                    const double act = pb.arrays.at("activation")[st];
+                    const double iw =
+                        pb.split ? q_dur[queue(I, st)] + q_dur[queue(W, st)] : q_dur[queue(B, st)];
+                    if (act <= 0) {
+                        free_work += iw * M;
+                        continue;
+                    }
+                    for (int j = 0; j < M; ++j) items.push_back({iw, act});
+                    if (pb.split && pb.phi > 0)
+                        for (int j = 0; j < M; ++j)
+                            items.push_back({q_dur[queue(W, st)], act * (1 - pb.phi)});
+                }
+                rfwd = items;
+                const double late = q_dur[qf] +
+                                    (pb.split ? q_dur[queue(I, last)] + q_dur[queue(W, last)]
+                                              : q_dur[queue(B, last)]) +
+                                    free_work + forward_work(room[r] - a);
+                early = work - late;
+                reach = q_dur[qf] + tail[id];
+                last_head = head[id];
+                lb = std::max(lb, std::max(last_head, now + std::max(0.0, early)) + reach);
+            }
+            // Ramp up: candidate times t, the earliest ends of the frees (the first 8).
+            rends.clear();
+            for (const rjob& j : rjobs)
+                if (j.give > 0) rends.push_back(j.head + j.dur);
+            std::sort(rends.begin(), rends.end());
+            rends.erase(std::unique(rends.begin(), rends.end()), rends.end());
+            if (rends.size() > 8) rends.resize(8);
+            for (double t : rends) {
+                const double slack = 1e-9 * std::max(1.0, t);
+                double freed = 0, others = 0, all = 0, c_o = now, c_a = now;
+                rfwd.clear();
+                for (const rjob& j : rjobs) {
+                    if (j.head >= t) break;
+                    if (j.give > 0 && j.head + j.dur < t - slack) freed += j.give;
+                    c_a = std::max(c_a, j.head);
+                    all += std::max(0.0, std::min(j.dur, t - c_a));
+                    c_a += j.dur;
+                    if (j.take > 0) {
+                        rfwd.push_back({std::min(j.dur, t - j.head), j.take});
+                    } else {
+                        c_o = std::max(c_o, j.head);
+                        others += std::max(0.0, std::min(j.dur, t - c_o));
+                        c_o += j.dur;
+                    }
+                }
+                const double done = std::min(all, others + forward_work(budget0 + freed));
+                const double idle = std::max(0.0, t - slack - now - done);
+                lb = std::max(lb, now + work + idle + least_tail);
+                if (early > done) lb = std::max(lb, now + early + idle + reach);
             }
         }
         return lb;

@@ -150,15 +150,17 @@ struct ramp_job {
 struct ramp_end {
     double late_work = std::numeric_limits<double>::infinity();
     double reach = 0;
+    double earliest = 0; ///< the least start of the last forward (its head)
 };
 
-/// The memory ramp of one rank with `room` for activations (see the file comment): a lower
-/// bound on the makespan, from its actions `jobs` (sorted here), the least tail of any of them
+/// The memory ramp of one rank (see the file comment): a lower bound on the makespan, from
+/// the actions `jobs` it has still to run (sorted here; none starts before `now`), the room
+/// they may take (`room`: the rank's room less what it holds), the least tail of any of them
 /// and `end`. At most `max_times` candidate times t (the earliest ends of the frees, in
 /// increasing order) are tried: each costs O(n log n), so this is O(max_times n log n).
 [[nodiscard]] inline double memory_ramp_bound(std::vector<ramp_job>& jobs, double room,
                                               double least_tail, const ramp_end& end,
-                                              std::size_t max_times = 128) {
+                                              double now = 0, std::size_t max_times = 128) {
     if (jobs.empty() || !(room >= 0)) return 0;
     std::sort(jobs.begin(), jobs.end(),
               [](const ramp_job& a, const ramp_job& b) { return a.release < b.release; });
@@ -174,13 +176,13 @@ struct ramp_end {
     // The last forward starts after all but `late_work` of the rank's work, and the step ends
     // `reach` after it.
     const double early_work = work - end.late_work;
-    double best = early_work > 0 ? early_work + end.reach : 0;
+    double best = std::max(end.earliest, now + std::max(0.0, early_work)) + end.reach;
     std::vector<std::pair<double, double>> forwards; // (activation, work before t)
     for (double t : ends) {
         // Frees whose earliest end is before t; the slack makes rounding harmless: an end a few
         // ulps below t left out only lowers the bound by the slack subtracted below.
         const double slack = 1e-9 * std::max(1.0, t);
-        double freed = 0, others = 0, all = 0, clock_others = 0, clock_all = 0;
+        double freed = 0, others = 0, all = 0, clock_others = now, clock_all = now;
         forwards.clear();
         for (const ramp_job& j : jobs) {
             if (j.release >= t) break;
@@ -407,6 +409,10 @@ struct chains {
         const stage_info& ls = m.stage[static_cast<std::size_t>(last)];
         ramp_end end;
         end.reach = ls.dur[kind_forward] + c.tail[kind_forward][static_cast<std::size_t>(last)];
+        // It is the last of the m forwards of that stage, so it starts after the latest of
+        // their heads, and after the first plus m - 1 of them.
+        end.earliest = c.head[kind_forward][static_cast<std::size_t>(last)] +
+                       (m.microbatches - 1) * std::max(first_forward, ls.dur[kind_forward]);
         end.late_work = ls.dur[kind_forward] + held_work(m, r, room - ls.activation) +
                         ls.dur[kind_backward] + (m.split ? ls.dur[kind_weight] : 0);
         const double rb = memory_ramp_bound(ramp, room, least_tail, end);

@@ -23,7 +23,8 @@
 ///   completion; a node is cut when an explored node dominates it (the memo, bounded in size).
 /// - Bounds: each unscheduled action's head (earliest start through dependencies, queue order
 ///   and, with a memory limit, the frees an F must wait for) plus its duration and tail;
-///   Jackson's preemptive one-machine schedule per rank; and memory x time per rank.
+///   Jackson's preemptive one-machine schedule per rank; memory x time and the memory ramp
+///   (tune/lower_bound.hpp) per rank.
 
 #include <algorithm>
 #include <chrono>
@@ -38,6 +39,7 @@
 
 #include "ppsched/tune/detail/evaluator.hpp"
 #include "ppsched/tune/detail/model.hpp"
+#include "ppsched/tune/lower_bound.hpp"
 
 namespace ppsched::detail::tune {
 
@@ -220,7 +222,9 @@ class exact_search {
     struct job {
         double head, dur, tail;
     };
-    std::vector<job> jobs_;                        // one_machine's scratch
+    std::vector<job> jobs_;         // one_machine's scratch
+    std::vector<ramp_job> ramp_;    // memory_ramp's scratch
+    std::vector<double> late_work_; // per rank: most work left when its last forward starts
     std::vector<std::pair<double, double>> ready_; // one_machine's heap
     // State.
     std::vector<std::size_t> cnt_;
@@ -345,6 +349,14 @@ class exact_search {
         }
         limited_ =
             std::any_of(m_.limit.begin(), m_.limit.end(), [](double l) { return l < 1e300; });
+        late_work_.assign(ranks_, std::numeric_limits<double>::infinity());
+        for (std::size_t r = 0; r < ranks_; ++r) {
+            if (!(m_.limit[r] < 1e300)) continue;
+            const stage_info& ls = info(m_.rank_stages[r].back());
+            late_work_[r] = ls.dur[kind_forward] + ls.dur[kind_backward] +
+                            (m_.split ? ls.dur[kind_weight] : 0) +
+                            held_work(m_, static_cast<int>(r), room(r) - ls.activation);
+        }
         cnt_.assign(queues_, 0);
         end_.assign(n_, 0.0);
         head_.assign(n_, 0.0);
@@ -401,6 +413,43 @@ class exact_search {
         if (lb >= target_) return lb;
         lb = std::max(lb, one_machine());
         if (memory && lb < target_) lb = std::max(lb, memory_time());
+        if (memory && lb < target_) lb = std::max(lb, memory_ramp());
+        return lb;
+    }
+
+    /// The memory ramp (tune/lower_bound.hpp) of each rank from the node: its unscheduled
+    /// actions at their heads, its room less what it holds, and its last forward (if still to
+    /// run) at its head. The ramp up only while the rank's forwards still to run do not all
+    /// fit, and at its first 4 candidate times: O(n log n).
+    [[nodiscard]] double memory_ramp() {
+        double lb = 0;
+        for (std::size_t r = 0; r < ranks_ && lb < target_; ++r) {
+            if (!(m_.limit[r] < 1e300)) continue;
+            ramp_.clear();
+            double least_tail = std::numeric_limits<double>::infinity(), taking = 0;
+            for (int s : m_.rank_stages[r])
+                for (int k = 0; k < m_.kinds(); ++k) {
+                    const std::size_t q = queue(k, s);
+                    for (std::size_t j = cnt_[q]; j < mb_; ++j) {
+                        ramp_.push_back({head_[q * mb_ + j], dur_[q], std::max(0.0, mem_[q]),
+                                         std::max(0.0, -mem_[q])});
+                        least_tail = std::min(least_tail, tail_[q * mb_ + j]);
+                        taking += std::max(0.0, mem_[q]);
+                    }
+                }
+            if (ramp_.empty()) continue;
+            const std::size_t times = taking > room(r) - held_[r] ? 4 : 0;
+            ramp_end end; // no last forward left: no ramp down
+            const std::size_t last = queue(kind_forward, m_.rank_stages[r].back());
+            if (cnt_[last] < mb_) {
+                const std::size_t id = last * mb_ + mb_ - 1;
+                end.late_work = late_work_[r];
+                end.reach = dur_[last] + tail_[id];
+                end.earliest = head_[id];
+            }
+            lb = std::max(
+                lb, memory_ramp_bound(ramp_, room(r) - held_[r], least_tail, end, free_[r], times));
+        }
         return lb;
     }
 
