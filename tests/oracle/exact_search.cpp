@@ -30,8 +30,10 @@
 // - Bounds (a node is cut when one reaches the target): every unscheduled action's earliest
 //   start (head, through dependencies and queue order) + its duration + the longest path after
 //   it (tail); Jackson's preemptive schedule of each rank's unscheduled actions with those heads
-//   and tails; and memory x time: what a rank must still hold until each held or future
-//   activation can be freed at the earliest, over its memory room, after the current time.
+//   and tails; memory x time: what a rank must still hold until each held or future
+//   activation can be freed at the earliest, over its memory room, after the current time;
+//   and the memory ramp (ramp_bound): the idle a rank's room forces before its first frees,
+//   and its last forward, after which only the work of what it then holds can remain.
 // Worst case exponential, as any exact method for this NP-hard problem: it is a test oracle.
 #include <algorithm>
 #include <chrono>
