@@ -97,37 +97,48 @@ struct ramp_job {
 /// (activation, work before the time) of the forwards released before it. A forward is taken
 /// whole or not at all: exactly (by counts) when the forwards have at most two activation
 /// sizes, else the fractional knapsack's greedy value, which is never below the whole one.
-/// Reorders `items`. O(n log n).
+/// Reorders and overwrites `items`. O(n log n).
 [[nodiscard]] inline double forward_work_within(std::vector<std::pair<double, double>>& items,
                                                 double budget) {
     if (items.empty() || budget <= 0) return 0;
-    // By activation, then by work, largest first.
-    std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
-        return a.first != b.first ? a.first < b.first : a.second > b.second;
-    });
-    std::size_t split = 0; // first item of the second size
-    while (split < items.size() && items[split].first == items.front().first) ++split;
-    const bool two = split == items.size() ||
-                     std::all_of(items.begin() + static_cast<std::ptrdiff_t>(split), items.end(),
-                                 [&](const auto& x) { return x.first == items[split].first; });
     // How many of size a fit in `left` (a hair more than exact: rounding never lowers it).
     auto fit = [](double left, double a, std::size_t have) {
         if (left < 0) return std::size_t{0};
         const double k = std::floor(left / a * (1 + 1e-12) + 1e-12);
         return k >= static_cast<double>(have) ? have : static_cast<std::size_t>(k);
     };
-    if (two) {
-        std::vector<double> first(split + 1, 0), second(items.size() - split + 1, 0);
-        for (std::size_t i = 0; i < split; ++i) first[i + 1] = first[i] + items[i].second;
-        for (std::size_t i = split; i < items.size(); ++i)
-            second[i - split + 1] = second[i - split] + items[i].second;
-        const double a = items.front().first;
-        const double b = split < items.size() ? items[split].first : a;
-        double best = 0;
-        for (std::size_t c = 0; c <= split; ++c) {
+    const double a = items.front().first;
+    if (std::all_of(items.begin(), items.end(), [&](const auto& x) { return x.first == a; })) {
+        // One size: the k largest works (no sort when all fit).
+        const std::size_t k = fit(budget, a, items.size());
+        if (k < items.size())
+            std::nth_element(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(k),
+                             items.end(),
+                             [](const auto& x, const auto& y) { return x.second > y.second; });
+        double work = 0;
+        for (std::size_t i = 0; i < k; ++i) work += items[i].second;
+        return work;
+    }
+    // By activation, then by work, largest first.
+    std::sort(items.begin(), items.end(), [](const auto& x, const auto& y) {
+        return x.first != y.first ? x.first < y.first : x.second > y.second;
+    });
+    std::size_t split = 0; // first item of the second size
+    while (split < items.size() && items[split].first == a) ++split;
+    const double b = items[split].first;
+    if (std::all_of(items.begin() + static_cast<std::ptrdiff_t>(split), items.end(),
+                    [&](const auto& x) { return x.first == b; })) {
+        // Two sizes: every count of the first, the rest of the budget to the second. Each
+        // group's works become their running sums (the best c of a group: its c-th sum).
+        for (std::size_t i = 1; i < items.size(); ++i)
+            if (i != split) items[i].second += items[i - 1].second;
+        const std::size_t n2 = items.size() - split;
+        auto sum2 = [&](std::size_t c) { return c == 0 ? 0.0 : items[split + c - 1].second; };
+        double best = sum2(fit(budget, b, n2));
+        for (std::size_t c = 1; c <= split; ++c) {
             const double left = budget - static_cast<double>(c) * a;
             if (left < -1e-12 * budget) break;
-            best = std::max(best, first[c] + second[fit(left, b, items.size() - split)]);
+            best = std::max(best, items[c - 1].second + sum2(fit(left, b, n2)));
         }
         return best;
     }
@@ -158,14 +169,22 @@ struct ramp_end {
 /// they may take (`room`: the rank's room less what it holds), the least tail of any of them
 /// and `end`. At most `max_times` candidate times t (the earliest ends of the frees, in
 /// increasing order) are tried: each costs O(n log n), so this is O(max_times n log n).
-[[nodiscard]] inline double memory_ramp_bound(std::vector<ramp_job>& jobs, double room,
-                                              double least_tail, const ramp_end& end,
+/// Scratch space of `memory_ramp_bound`, reused between calls (it runs at every node of the
+/// exact phase).
+struct ramp_scratch {
+    std::vector<double> ends;                        // earliest ends of the frees
+    std::vector<std::pair<double, double>> forwards; // (activation, work before t)
+};
+
+[[nodiscard]] inline double memory_ramp_bound(std::vector<ramp_job>& jobs, ramp_scratch& scratch,
+                                              double room, double least_tail, const ramp_end& end,
                                               double now = 0, std::size_t max_times = 128) {
     if (jobs.empty() || !(room >= 0)) return 0;
     std::sort(jobs.begin(), jobs.end(),
               [](const ramp_job& a, const ramp_job& b) { return a.release < b.release; });
     double work = 0;
-    std::vector<double> ends; // earliest ends of the frees
+    std::vector<double>& ends = scratch.ends;
+    ends.clear();
     for (const ramp_job& j : jobs) {
         work += j.duration;
         if (j.give > 0) ends.push_back(j.release + j.duration);
@@ -177,7 +196,7 @@ struct ramp_end {
     // `reach` after it.
     const double early_work = work - end.late_work;
     double best = std::max(end.earliest, now + std::max(0.0, early_work)) + end.reach;
-    std::vector<std::pair<double, double>> forwards; // (activation, work before t)
+    std::vector<std::pair<double, double>>& forwards = scratch.forwards;
     for (double t : ends) {
         // Frees whose earliest end is before t; the slack makes rounding harmless: an end a few
         // ulps below t left out only lowers the bound by the slack subtracted below.
@@ -337,6 +356,7 @@ struct chains {
     }
     std::vector<relaxed_job> jobs;
     std::vector<ramp_job> ramp;
+    ramp_scratch scratch;
     for (int r = 0; r < m.ranks; ++r) {
         for (int numbering = 0; numbering < 2; ++numbering) {
             jobs.clear();
@@ -415,7 +435,7 @@ struct chains {
                        (m.microbatches - 1) * std::max(first_forward, ls.dur[kind_forward]);
         end.late_work = ls.dur[kind_forward] + held_work(m, r, room - ls.activation) +
                         ls.dur[kind_backward] + (m.split ? ls.dur[kind_weight] : 0);
-        const double rb = memory_ramp_bound(ramp, room, least_tail, end);
+        const double rb = memory_ramp_bound(ramp, scratch, room, least_tail, end);
         if (rb > out.memory_ramp) {
             out.memory_ramp = rb;
             out.memory_ramp_rank = r;

@@ -222,8 +222,9 @@ class exact_search {
     struct job {
         double head, dur, tail;
     };
-    std::vector<job> jobs_;         // one_machine's scratch
-    std::vector<ramp_job> ramp_;    // memory_ramp's scratch
+    std::vector<job> jobs_;      // one_machine's scratch
+    std::vector<ramp_job> ramp_; // memory_ramp's scratch
+    ramp_scratch ramp_scratch_;
     std::vector<double> late_work_; // per rank: most work left when its last forward starts
     std::vector<std::pair<double, double>> ready_; // one_machine's heap
     // State.
@@ -447,8 +448,8 @@ class exact_search {
                 end.reach = dur_[last] + tail_[id];
                 end.earliest = head_[id];
             }
-            lb = std::max(
-                lb, memory_ramp_bound(ramp_, room(r) - held_[r], least_tail, end, free_[r], times));
+            lb = std::max(lb, memory_ramp_bound(ramp_, ramp_scratch_, room(r) - held_[r],
+                                                least_tail, end, free_[r], times));
         }
         return lb;
     }
