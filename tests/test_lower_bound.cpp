@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <utility>
+#include <vector>
 
 using ppsched::tune_problem;
 
@@ -204,4 +206,27 @@ TEST_CASE("lower_bound: no part exceeds the optimum of tiny memory-limited probl
     CHECK(limited == 168);
     // The ramp is the strongest part on some of them (else this test would not test it).
     CHECK(ramp_binding > 0);
+}
+
+TEST_CASE("lower_bound: the forwards' work within a memory budget", "[lower_bound]") {
+    using ppsched::detail::tune::forward_work_within;
+    using items = std::vector<std::pair<double, double>>; // (activation, work)
+    // One size: the largest works that fit whole (2 of 3 in 2.9), all when all fit.
+    items one{{1, 2}, {1, 5}, {1, 3}};
+    CHECK(forward_work_within(one, 2.9) == 8);
+    one = {{1, 2}, {1, 5}, {1, 3}};
+    CHECK(forward_work_within(one, 5) == 10);
+    one = {{1, 2}};
+    CHECK(forward_work_within(one, 0.5) == 0);
+    // Two sizes, exact by counts: in 2.5, one of size 2 (work 3) beats two of size 1 (1.5);
+    // the fractional knapsack would say 3.5. In 3: one of each (1 + 3).
+    items two{{1, 0.5}, {1, 1}, {2, 3}, {2, 1}};
+    CHECK(forward_work_within(two, 2.5) == 3);
+    two = {{1, 0.5}, {1, 1}, {2, 3}, {2, 1}};
+    CHECK(forward_work_within(two, 3) == 4);
+    // Three sizes: the fractional knapsack by work per activation (3 + half of a 1 per unit).
+    items three{{1, 1}, {2, 3}, {3, 3}};
+    CHECK(forward_work_within(three, 2.5) == Approx(3.5));
+    items none;
+    CHECK(forward_work_within(none, 10) == 0);
 }
