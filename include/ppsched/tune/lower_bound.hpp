@@ -164,17 +164,18 @@ struct ramp_end {
     double earliest = 0; ///< the least start of the last forward (its head)
 };
 
-/// The memory ramp of one rank (see the file comment): a lower bound on the makespan, from
-/// the actions `jobs` it has still to run (sorted here; none starts before `now`), the room
-/// they may take (`room`: the rank's room less what it holds), the least tail of any of them
-/// and `end`. At most `max_times` candidate times t (the earliest ends of the frees, in
-/// increasing order) are tried: each costs O(n log n), so this is O(max_times n log n).
 /// Scratch space of `memory_ramp_bound`, reused between calls (it runs at every node of the
 /// exact phase).
 struct ramp_scratch {
     std::vector<double> ends;                        // earliest ends of the frees
     std::vector<std::pair<double, double>> forwards; // (activation, work before t)
 };
+
+/// The memory ramp of one rank (see the file comment): a lower bound on the makespan, from
+/// the actions `jobs` it has still to run (sorted here; none starts before `now`), the room
+/// they may take (`room`: the rank's room less what it holds), the least tail of any of them
+/// and `end`. At most `max_times` candidate times t (the earliest ends of the frees, in
+/// increasing order) are tried: each costs O(n log n), so this is O(max_times n log n).
 
 [[nodiscard]] inline double memory_ramp_bound(std::vector<ramp_job>& jobs, ramp_scratch& scratch,
                                               double room, double least_tail, const ramp_end& end,
@@ -266,6 +267,16 @@ struct ramp_scratch {
         left -= take * it.weight;
     }
     return work;
+}
+
+/// `ramp_end::late_work` of rank r with `room` for activations: its last forward (on its last
+/// stage in the path), that activation's backward-side actions, and those of the others it can
+/// hold beside it.
+[[nodiscard]] inline double last_forward_late_work(const model& m, int r, double room) {
+    const stage_info& ls =
+        m.stage[static_cast<std::size_t>(m.rank_stages[static_cast<std::size_t>(r)].back())];
+    return ls.dur[kind_forward] + ls.dur[kind_backward] + (m.split ? ls.dur[kind_weight] : 0) +
+           held_work(m, r, room - ls.activation);
 }
 
 /// Per stage and kind: heads and tails ignoring the ranks' one-at-a-time rule, and the paths
@@ -433,8 +444,7 @@ struct chains {
         // their heads, and after the first plus m - 1 of them.
         end.earliest = c.head[kind_forward][static_cast<std::size_t>(last)] +
                        (m.microbatches - 1) * std::max(first_forward, ls.dur[kind_forward]);
-        end.late_work = ls.dur[kind_forward] + held_work(m, r, room - ls.activation) +
-                        ls.dur[kind_backward] + (m.split ? ls.dur[kind_weight] : 0);
+        end.late_work = last_forward_late_work(m, r, room);
         const double rb = memory_ramp_bound(ramp, scratch, room, least_tail, end);
         if (rb > out.memory_ramp) {
             out.memory_ramp = rb;

@@ -143,7 +143,8 @@ struct makespan_bound {
     int one_machine_rank = 0; ///< the rank it comes from
     double memory = 0;        ///< the memory-time bound (0 without a memory limit)
     int memory_rank = 0;      ///< the rank it comes from
-    /// The memory ramp: work a rank cannot start before its first frees (0 without a limit).
+    /// The memory ramp: the idle a rank's memory limit forces before its first frees, and the
+    /// time its step lasts after its last forward (0 without a limit).
     double memory_ramp = 0;
     int memory_ramp_rank = 0; ///< the rank it comes from
     /// What the exact phase proved: the optimum when it finished (`exact_complete`), else its

@@ -351,13 +351,9 @@ class exact_search {
         limited_ =
             std::any_of(m_.limit.begin(), m_.limit.end(), [](double l) { return l < 1e300; });
         late_work_.assign(ranks_, std::numeric_limits<double>::infinity());
-        for (std::size_t r = 0; r < ranks_; ++r) {
-            if (!(m_.limit[r] < 1e300)) continue;
-            const stage_info& ls = info(m_.rank_stages[r].back());
-            late_work_[r] = ls.dur[kind_forward] + ls.dur[kind_backward] +
-                            (m_.split ? ls.dur[kind_weight] : 0) +
-                            held_work(m_, static_cast<int>(r), room(r) - ls.activation);
-        }
+        for (std::size_t r = 0; r < ranks_; ++r)
+            if (m_.limit[r] < 1e300)
+                late_work_[r] = last_forward_late_work(m_, static_cast<int>(r), room(r));
         cnt_.assign(queues_, 0);
         end_.assign(n_, 0.0);
         head_.assign(n_, 0.0);
