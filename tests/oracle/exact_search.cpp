@@ -6,6 +6,7 @@
 // solves with CBC).
 //
 // usage: exact_search PROBLEM.txt [--target T] [--time-limit S] [--node-limit N] [--order OUT.csv]
+//        [--memo on|off] [--branch one|all]
 // PROBLEM.txt (ilp_oracle.py --exact-input writes it): lines "key value..." with keys ranks,
 // microbatches, stages_per_rank, placement (loop|v), backward (split|fused), message,
 // input_grad_frees, memory_limit (a number or none), and per-stage arrays F, I, W (split) or B
@@ -23,6 +24,12 @@
 // - Generation: a node is a partial schedule whose actions all have their dependencies and rank
 //   predecessors scheduled, each at its earliest start. Children append one action; they are
 //   appended in (start, rank) order, so every schedule is generated exactly once.
+// - One rank per node (--branch one, the default; with the memo): children are the actions of
+//   one rank only, those that can start by the time c a ready memory-freeing action y of that
+//   rank would end, when every other action of the rank must start at c or later (see
+//   branching_rank: Giffler and Thompson's rule, kept safe for memory). Were the rank's next
+//   action in an optimal completion one that starts after c, running y just before it delays
+//   nothing and frees memory sooner. --branch all appends any rank's action instead.
 // - Active rule: a child x is cut when another backward-side action y (I, W or B, which only
 //   free memory) of x's rank could run and finish before x starts. Moving y into that gap keeps
 //   the order valid, within memory and no slower, and lowers the sum of start times; so the
@@ -166,6 +173,7 @@ struct solver_t {
     // Memo (with --memo): for each set of scheduled actions (the queue counters), the times of
     // explored nodes that had it; a node whose times are all >= a stored node's is dominated.
     bool use_memo = false;
+    bool one_rank = false; // branch on one rank per node (branching_rank)
     std::vector<std::vector<int>> q_succ;
     std::unordered_map<std::string, std::vector<double>> memo;
     std::size_t memo_doubles = 0, memo_cap = 100'000'000;
@@ -563,6 +571,46 @@ struct solver_t {
         memo_doubles += times.size();
     }
 
+    // One rank per node (with the memo): a rank r and a ready action y of r that only frees
+    // memory (or any ready action, when r's memory can no longer bind) end at c = est(y) +
+    // dur(y). If every other action of r that could come next starts at or after c unless it
+    // is ready with est <= c (its head bounds the start of one not ready), then some optimal
+    // completion runs next on r one of those ready actions: were it an action x starting
+    // after c, moving y just before x would delay nothing, free memory no later and start y
+    // earlier. So only r's children are needed (Giffler and Thompson's rule, made safe for
+    // memory). Returns the valid rank with the fewest such children, or -1 (all ranks).
+    // Needs the heads of lower_bound().
+    int branching_rank(const std::vector<double>& est_q) const {
+        int best_r = -1, best_n = std::numeric_limits<int>::max();
+        for (int r = 0; r < P; ++r) {
+            double taking = 0;
+            for (int st : rank_stage_list[r])
+                taking += pb.arrays.at("activation")[st] * (M - cnt[queue(F, st)]);
+            const bool binding = held[r] + taking > room[r] + 1e-9;
+            double c = std::numeric_limits<double>::infinity();
+            for (int q = 0; q < Q; ++q)
+                if (q_rank[q] == r && est_q[q] >= 0 && q_dur[q] > 0 && (!binding || q_kind[q] != F))
+                    c = std::min(c, est_q[q] + q_dur[q]);
+            if (!std::isfinite(c)) continue;
+            int n = 0;
+            bool valid = true;
+            for (int q = 0; q < Q && valid; ++q) {
+                if (q_rank[q] != r || cnt[q] >= M) continue;
+                const bool fits = q_kind[q] != F || held[r] + q_mem[q] <= room[r] + 1e-9;
+                if (est_q[q] >= 0 && fits) {
+                    if (est_q[q] <= c) ++n;
+                } else if (head[q * M + cnt[q]] < c) {
+                    valid = false;
+                }
+            }
+            if (valid && n < best_n) {
+                best_n = n;
+                best_r = r;
+            }
+        }
+        return best_r;
+    }
+
     void search(int left) {
         ++nodes;
         if (out_of_budget()) return;
@@ -611,10 +659,12 @@ struct solver_t {
             }
             if (pending && !possible) return;
         }
+        const int only = use_memo && one_rank ? branching_rank(est_q) : -1;
         for (int q = 0; q < Q; ++q) {
             const double e = est_q[q];
             if (e < 0) continue;
             const int r = q_rank[q];
+            if (only >= 0 && r != only) continue;
             if (!use_memo && (e < t_last || (e == t_last && r < r_last))) continue;
             if (q_kind[q] == F && held[r] + q_mem[q] > room[r] + 1e-9) continue;
             bool shift = false; // the active rule
@@ -673,13 +723,13 @@ struct solver_t {
 int main(int argc, char** argv) {
     if (argc < 2 || std::string(argv[1]) == "--help") {
         std::cerr << "usage: exact_search PROBLEM.txt [--target T] [--time-limit S] "
-                     "[--node-limit N] [--order OUT.csv]\n";
+                     "[--node-limit N] [--order OUT.csv] [--memo on|off] [--branch one|all]\n";
         return argc < 2 ? 2 : 0;
     }
     double target = std::numeric_limits<double>::infinity(), seconds = 60;
     long long node_limit = std::numeric_limits<long long>::max();
     std::string order_path;
-    bool memo = true;
+    bool memo = true, one_rank = true;
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
         if (i + 1 >= argc) fail("missing value after " + a);
@@ -694,6 +744,8 @@ int main(int argc, char** argv) {
             order_path = v;
         else if (a == "--memo")
             memo = v == "on";
+        else if (a == "--branch" && (v == "one" || v == "all"))
+            one_rank = v == "one";
         else
             fail("unknown option " + a);
     }
@@ -702,6 +754,7 @@ int main(int argc, char** argv) {
     const problem_t pb = read_problem(argv[1]);
     solver_t s(pb, target * (1 - 1e-9), node_limit, seconds);
     s.use_memo = memo;
+    s.one_rank = one_rank;
     bool memory_ok = true;
     if (pb.limited) {
         // Least memory any order needs: every activation of the rank at once.

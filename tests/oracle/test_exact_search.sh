@@ -52,6 +52,31 @@ PY
 # A target at the optimum: nothing faster exists.
 out=$("$exact" "$tmp/p.txt" --target "$best") || fail "exact_search failed at the optimum"
 [[ $out == *'"status": "optimal", "makespan": null'* ]] || fail "found an order below its optimum: $out"
+# One rank per node (the default) against every rank's children: the same optimum on two
+# four-rank problems with a memory limit, and nothing below it.
+for costs in 'F 1.3 1.0 1.0 1.0 1.0 1.0 1.0 1.6
+I 1.3 1.0 1.0 1.0 1.0 1.0 1.0 1.6
+W 1.3 1.0 1.0 1.0 1.0 1.0 1.0 1.6' 'F 1.1595 1.213 0.8551 1.1091 1.225 1.0334 1.1723 0.9715
+I 1.0483 0.8072 0.7935 0.8093 1.1221 1.146 1.0249 1.062
+W 1.1017 1.1526 1.057 1.051 1.1822 1.1431 1.213 0.9806'; do
+  printf 'ranks 4\nmicrobatches 4\nstages_per_rank 2\nplacement v\nbackward split\nmessage 0.0\n'\
+'input_grad_frees 0.0\nmemory_limit 3.0\n%s\nactivation 1 1 1 1 1 1 1 1\nparameters 0 0 0 0 0 0 0 0\n' \
+    "$costs" >"$tmp/p4.txt"
+  all=$("$exact" "$tmp/p4.txt" --target 1000 --branch all) || fail "--branch all failed"
+  one=$("$exact" "$tmp/p4.txt" --target 1000 --branch one) || fail "--branch one failed"
+  echo "$all"; echo "$one"
+  "$python" - "$all" "$one" <<'PY' || fail "the two branchings disagree: $all / $one"
+import json, sys
+a, b = (json.loads(x) for x in sys.argv[1:])
+assert a["status"] == b["status"] == "optimal", (a, b)
+assert abs(a["makespan"] - b["makespan"]) <= 1e-9 * a["makespan"], (a, b)
+PY
+  ms=$("$python" -c 'import json,sys; print(repr(json.loads(sys.argv[1])["makespan"]))' "$all")
+  below=$("$exact" "$tmp/p4.txt" --target "$ms" --branch one)
+  [[ $below == *'"status": "optimal", "makespan": null'* ]] || fail "--branch one beat the optimum: $below"
+done
+"$exact" "$tmp/p.txt" --branch some 2>"$tmp/err" && fail "accepted --branch some"
+grep -q 'exact_search:' "$tmp/err" || fail "no error message for --branch some"
 # Bad input: a clear error, exit 2.
 printf 'ranks 2\nmicrobatches 2\nF 1 1\n' >"$tmp/bad.txt"
 "$exact" "$tmp/bad.txt" 2>"$tmp/err" && fail "accepted a problem without I, W, activation"

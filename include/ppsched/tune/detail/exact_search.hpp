@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -636,6 +637,56 @@ class exact_search {
         return true;
     }
 
+    /// The rank whose next action the node branches on, or `ranks_` for every rank's
+    /// (Giffler and Thompson's rule, made safe for memory). Take a rank r and a ready action y
+    /// of r that only frees memory (or any ready action while r's memory can no longer bind),
+    /// ending at c = est(y) + dur(y). When every other action of r starts at or after c unless
+    /// it is ready and fits with est <= c (the heads of `bound()` bound the start of the
+    /// others), some optimal completion runs next on r one of those ready actions: were it an
+    /// x starting after c, moving y just before x would delay nothing, free memory no later and
+    /// start y earlier (so the order with the least sum of starts is never cut, as with the
+    /// active rule). Of the ranks where this holds, the one with the fewest such actions. O(n).
+    [[nodiscard]] std::size_t branching_rank(const std::vector<double>& est) const {
+        std::size_t best = ranks_, fewest = std::numeric_limits<std::size_t>::max();
+        for (std::size_t r = 0; r < ranks_; ++r) {
+            bool binding = false;
+            if (m_.limit[r] < 1e300) {
+                double taking = held_[r];
+                for (int s : m_.rank_stages[r]) {
+                    const std::size_t q = queue(kind_forward, s);
+                    taking += mem_[q] * static_cast<double>(mb_ - cnt_[q]);
+                }
+                binding = !(taking + 1e-9 * (1 + std::abs(room(r))) <= room(r));
+            }
+            double c = std::numeric_limits<double>::infinity();
+            for (int s : m_.rank_stages[r])
+                for (int k = 0; k < m_.kinds(); ++k) {
+                    const std::size_t q = queue(k, s);
+                    if (est[q] >= 0 && dur_[q] > 0 && (!binding || k != kind_forward))
+                        c = std::min(c, est[q] + dur_[q]);
+                }
+            if (!(c < std::numeric_limits<double>::infinity())) continue;
+            std::size_t n = 0;
+            bool valid = true;
+            for (int s : m_.rank_stages[r])
+                for (int k = 0; k < m_.kinds() && valid; ++k) {
+                    const std::size_t q = queue(k, s);
+                    if (cnt_[q] >= mb_) continue;
+                    const bool fits = k != kind_forward ||
+                                      !(m_.parameters[r] + (held_[r] + mem_[q]) > m_.limit[r]);
+                    if (est[q] >= 0 && fits)
+                        n += est[q] <= c ? 1U : 0U;
+                    else if (head_[q * mb_ + cnt_[q]] < c)
+                        valid = false;
+                }
+            if (valid && n < fewest) {
+                fewest = n;
+                best = r;
+            }
+        }
+        return best;
+    }
+
     /// What `append` changed on the rank, for `retract`.
     struct saved {
         double free, held;
@@ -688,8 +739,11 @@ class exact_search {
         heads(est);
         auto& children = f.children;
         children.clear();
+        const std::size_t only = branching_rank(est);
         for (std::size_t q = 0; q < queues_; ++q)
-            if (may_append(q, est)) children.push_back({est[q], q});
+            if ((only == ranks_ || static_cast<std::size_t>(rank_[q]) == only) &&
+                may_append(q, est))
+                children.push_back({est[q], q});
         // Earliest first; at a tie, backward-side actions before forwards. After the first
         // round, each start is blurred by up to a random share of the action's duration.
         if (round_ > 0)
