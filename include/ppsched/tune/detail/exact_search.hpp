@@ -18,6 +18,9 @@
 ///   or B: they only free memory) could start before x does and end by x's start. Moving y
 ///   into that gap keeps the order valid, within memory and no slower while lowering the sum
 ///   of start times, so the optimal order with the least such sum is never cut.
+/// - One rank per node (`branching_rank`): where Giffler and Thompson's rule holds for a rank
+///   (kept safe for memory), the children append to that rank only; moving a memory-freeing
+///   action earlier is what the argument needs, as for the active rule.
 /// - Dominance: two nodes with the same scheduled actions, where one has every rank free and
 ///   every awaited result ready no later than the other, give the later one no better
 ///   completion; a node is cut when an explored node dominates it (the memo, bounded in size).
