@@ -585,7 +585,7 @@ struct solver_t {
         for (int r = 0; r < P; ++r) {
             double taking = 0;
             for (int st : rank_stage_list[r])
-                taking += pb.arrays.at("activation")[st] * (M - cnt[queue(F, st)]);
+                taking += q_mem[queue(F, st)] * (M - cnt[queue(F, st)]);
             const bool binding = held[r] + taking > room[r] + 1e-9;
             double c = std::numeric_limits<double>::infinity();
             for (int q = 0; q < Q; ++q)

@@ -164,8 +164,7 @@ class exact_search {
                 heads(est);
                 const std::size_t only = branching_rank(est);
                 for (std::size_t q = 0; q < queues_; ++q) {
-                    if (only != ranks_ && static_cast<std::size_t>(rank_[q]) != only) continue;
-                    if (!may_append(q, est)) continue;
+                    if (!on_rank(q, only) || !may_append(q, est)) continue;
                     const saved undo = append(q, est[q]);
                     ++out_.nodes;
                     const double lb =
@@ -698,6 +697,11 @@ class exact_search {
         return best;
     }
 
+    /// Whether queue q is on rank `only` (`branching_rank`'s answer; `ranks_`: any rank).
+    [[nodiscard]] bool on_rank(std::size_t q, std::size_t only) const {
+        return only == ranks_ || static_cast<std::size_t>(rank_[q]) == only;
+    }
+
     /// What `append` changed on the rank, for `retract`.
     struct saved {
         double free, held;
@@ -752,9 +756,7 @@ class exact_search {
         children.clear();
         const std::size_t only = branching_rank(est);
         for (std::size_t q = 0; q < queues_; ++q)
-            if ((only == ranks_ || static_cast<std::size_t>(rank_[q]) == only) &&
-                may_append(q, est))
-                children.push_back({est[q], q});
+            if (on_rank(q, only) && may_append(q, est)) children.push_back({est[q], q});
         // Earliest first; at a tie, backward-side actions before forwards. After the first
         // round, each start is blurred by up to a random share of the action's duration.
         if (round_ > 0)
