@@ -112,6 +112,13 @@ TEST_CASE("wrong keys, types and values are reported at the value", "[cost_json]
               .rfind("costs.json:1:19: unknown per-stage key 'G'", 0) == 0);
     CHECK(error_of("{\"F\": [1], \"stages\": [{\"F\": 2}]}") ==
           "costs.json:1:29: expected one value for stages[0].F (it is set twice)");
+    // Per-stage arrays of different lengths (a shorter one would silently keep defaults).
+    CHECK(error_of("{\"F\": [1, 1, 1], \"B\": [2, 2, 2, 2]}") ==
+          "costs.json:1:23: 'B' has 4 entries but 'F' has 3: give one entry per stage (null "
+          "keeps a stage's default)");
+    CHECK(error_of("{\"F\": [1, 1], \"stages\": [{}]}") ==
+          "costs.json:1:25: 'stages' has 1 entries but 'F' has 2: give one entry per stage "
+          "(null keeps a stage's default)");
     // Inconsistent values: no single position to point at.
     CHECK(error_of("{\"B\": 1, \"I\": 2}") ==
           "costs.json: ppsched::cost_model: B must be >= the given I or W (stage 0)");

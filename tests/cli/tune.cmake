@@ -70,6 +70,8 @@ ppsched_cli_test(tune_memory_below_least 2 STDERR_HAS "below the least any order
                  ARGS tune --ranks 4 --microbatches 8 --stages-per-rank 2 --memory-limit 1.5)
 ppsched_cli_test(tune_costs_wrong_length 2 STDERR_HAS "8 per-stage entries but the problem has 4 stages"
                  ARGS tune --ranks 4 --microbatches 8 --costs ${uneven})
+ppsched_cli_test(tune_costs_ragged 2 STDERR_HAS "'B' has 4 entries but 'F' has 3"
+                 ARGS tune --ranks 4 --microbatches 8 --costs ${data}/costs_ragged_4.json)
 ppsched_cli_test(tune_infinite_cost 2 STDERR_HAS "finite" ARGS tune --ranks 2 --microbatches 2 --f inf)
 ppsched_cli_test(tune_huge_cost 2 STDERR_HAS "too large"
                  ARGS tune --ranks 2 --microbatches 2 --f 1e300)

@@ -93,11 +93,12 @@ inline void set_stage(std::string_view source, const ppsched::detail::json::valu
 /// The document is one object. Keys `F`, `I`, `W`, `B`, `OVERLAP_F_B`, `UNSHARD`,
 /// `REDUCE_GRAD`, `activation`, `parameters` take a number (every stage) or an array with one
 /// entry per stage (a number, or null for "not set"); `stages` takes an array of per-stage
-/// objects (or nulls) with those keys; a stage's value may be given once; `p2p_latency`,
-/// `p2p_transfer` and `input_grad_frees` take a number; keys starting with `_` are ignored. Unset
-/// values take the defaults of `cost_model`. Throws `parse_error` with `source:line:column` for
-/// malformed JSON, an unknown key, a value of the wrong type or a negative one; and with line 0
-/// when the values are inconsistent (a B below a given I or W, `input_grad_frees` outside [0, 1]).
+/// objects (or nulls) with those keys; every such array has the same length; a stage's value may be
+/// given once; `p2p_latency`, `p2p_transfer` and `input_grad_frees` take a number; keys starting
+/// with `_` are ignored. Unset values take the defaults of `cost_model`. Throws `parse_error` with
+/// `source:line:column` for malformed JSON, an unknown key, a value of the wrong type or a negative
+/// one, arrays of different lengths; and with line 0 when the values are inconsistent (a B below a
+/// given I or W, `input_grad_frees` outside [0, 1]).
 [[nodiscard]] inline cost_model read_cost_json(std::string_view text,
                                                std::string_view source = "<json>") {
     namespace json = ppsched::detail::json;
@@ -107,6 +108,23 @@ inline void set_stage(std::string_view source, const ppsched::detail::json::valu
                               std::string("expected an object of costs, found ") +
                                   json::describe(doc.kind));
     cost_model c;
+    // Every per-stage array has one entry per stage, so all have the same length: a shorter
+    // one is a mistake (null keeps a stage's default), not a silent fallback.
+    std::string first_array;
+    std::size_t stage_count = 0;
+    auto check_length = [&](const std::string& key, const json::value& v) {
+        if (first_array.empty()) {
+            first_array = key;
+            stage_count = v.items.size();
+        } else if (v.items.size() != stage_count) {
+            json::parser::fail_at(source, v,
+                                  "'" + ppsched::detail::printable(key) + "' has " +
+                                      std::to_string(v.items.size()) + " entries but '" +
+                                      ppsched::detail::printable(first_array) + "' has " +
+                                      std::to_string(stage_count) +
+                                      ": give one entry per stage (null keeps a stage's default)");
+        }
+    };
     for (std::size_t k = 0; k < doc.keys.size(); ++k) {
         const std::string& key = doc.keys[k];
         const json::value& v = doc.items[k];
@@ -131,6 +149,7 @@ inline void set_stage(std::string_view source, const ppsched::detail::json::valu
                                       std::string("expected an array of per-stage objects for "
                                                   "'stages', found ") +
                                           json::describe(v.kind));
+            check_length(key, v);
             if (c.per_stage.size() < v.items.size()) c.per_stage.resize(v.items.size());
             for (std::size_t s = 0; s < v.items.size(); ++s) {
                 const json::value& st = v.items[s];
@@ -162,6 +181,7 @@ inline void set_stage(std::string_view source, const ppsched::detail::json::valu
                                       ", stages, p2p_latency, p2p_transfer, input_grad_frees "
                                       "(keys starting with '_' are ignored)");
         if (v.kind == json::type::array) {
+            check_length(key, v);
             if (c.per_stage.size() < v.items.size()) c.per_stage.resize(v.items.size());
             for (std::size_t s = 0; s < v.items.size(); ++s) {
                 if (v.items[s].kind == json::type::null) continue;
