@@ -6,6 +6,7 @@
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/registry.hpp>
 #include <ppsched/tune/detail/exact_search.hpp>
+#include <ppsched/tune/detail/rank_relaxation.hpp>
 #include <ppsched/tune/lower_bound.hpp>
 #include <ppsched/tune/tune.hpp>
 
@@ -157,7 +158,7 @@ TEST_CASE("lower_bound: no part exceeds the optimum of tiny memory-limited probl
         {1, 2, 2, stage_placement::loop, backward_mode::fused},
         {2, 2, 1, stage_placement::loop, backward_mode::fused},
     };
-    int limited = 0, ramp_binding = 0;
+    int limited = 0, ramp_binding = 0, relaxation_binding = 0;
     for (const shape& sh : shapes)
         for (int trial = 0; trial < 24; ++trial) {
             tune_problem prob;
@@ -193,6 +194,22 @@ TEST_CASE("lower_bound: no part exceeds the optimum of tiny memory-limited probl
             CHECK(b.memory <= optimum * (1 + 1e-9));
             CHECK(b.value <= optimum * (1 + 1e-9));
             if (b.memory_ramp > std::max(b.one_machine, b.memory)) ++ramp_binding;
+            // The rank relaxation of every rank: at most the optimum, exactly it with one rank
+            // (there the relaxation is the problem), and a cap it cannot beat comes back.
+            const ppsched::detail::tune::model rm = ppsched::detail::tune::make_model(prob);
+            double relaxed = 0;
+            for (int r = 0; r < sh.p; ++r) {
+                ppsched::detail::tune::rank_relaxation rel(rm, r);
+                const auto x = rel.solve(std::numeric_limits<double>::infinity(), 10'000'000);
+                REQUIRE(x.complete);
+                CHECK(x.value <= optimum * (1 + 1e-9));
+                relaxed = std::max(relaxed, x.value);
+                const auto capped = rel.solve(x.value * 0.75, 10'000'000);
+                CHECK(capped.complete);
+                CHECK(capped.value == x.value * 0.75);
+            }
+            if (sh.p == 1) CHECK(relaxed == Approx(optimum).epsilon(1e-12));
+            if (relaxed > b.value * (1 + 1e-9)) ++relaxation_binding;
             // The exact phase bounds every node by the same parts (the ramp from the node's
             // state): from nothing it must still reach the optimum and prove it.
             const ppsched::detail::tune::model m = ppsched::detail::tune::make_model(prob);
@@ -204,8 +221,10 @@ TEST_CASE("lower_bound: no part exceeds the optimum of tiny memory-limited probl
             CHECK(found.best == Approx(optimum).epsilon(1e-12));
         }
     CHECK(limited == 168);
-    // The ramp is the strongest part on some of them (else this test would not test it).
+    // The ramp is the strongest part on some of them (else this test would not test it), and
+    // the rank relaxation beats every part on some.
     CHECK(ramp_binding > 0);
+    CHECK(relaxation_binding > 0);
 }
 
 TEST_CASE("lower_bound: the forwards' work within a memory budget", "[lower_bound]") {
@@ -229,4 +248,65 @@ TEST_CASE("lower_bound: the forwards' work within a memory budget", "[lower_boun
     CHECK(forward_work_within(three, 2.5) == Approx(3.5));
     items none;
     CHECK(forward_work_within(none, 10) == 0);
+}
+
+TEST_CASE("rank relaxation: room for one microbatch, derived by hand", "[lower_bound]") {
+    // 2 ranks, 3 microbatches, unit F, I and W, message time 0.5, room for one activation.
+    // Rank 0 alone: F(0, j) may start only after W(0, j - 1) freed the room, and I(0, j) only
+    // after F(0, j), the message, F and I on rank 1 and the message back: 1 + 0.5 + 2 + 0.5.
+    // So each microbatch takes 1 + 3 + 1 + 1 = 6 and the rank ends at 18. Rank 1 alone:
+    // F(1, j) after F(0, j) and the message (1.5 + j at the earliest) and after W(1, j - 1);
+    // F I W back to back from 1.5, so its last I ends at 9.5, and 0.5 + I(0) + W(0) follow: 12.
+    namespace dt = ppsched::detail::tune;
+    tune_problem prob;
+    prob.ranks = 2;
+    prob.microbatches = 3;
+    prob.memory_limit = 1;
+    prob.costs.p2p_latency = 0.5;
+    const dt::model m = dt::make_model(prob);
+    dt::rank_relaxation rank0(m, 0), rank1(m, 1);
+    const auto r0 = rank0.solve(std::numeric_limits<double>::infinity(), 1'000'000);
+    const auto r1 = rank1.solve(std::numeric_limits<double>::infinity(), 1'000'000);
+    CHECK(r0.complete);
+    CHECK(r0.value == Approx(18).epsilon(1e-12));
+    CHECK(r1.complete);
+    CHECK(r1.value == Approx(12).epsilon(1e-12));
+    // The whole problem reaches 18 (rank 1 keeps up), so tune proves it optimal.
+    const auto t = ppsched::tune(prob);
+    CHECK(t.makespan == Approx(18).epsilon(1e-12));
+    CHECK(t.gap == 0);
+    // Actions of no duration (W free here, I on one stage): still at most the optimum, and
+    // with one rank exactly it.
+    for (const int ranks : {1, 2}) {
+        tune_problem zero;
+        zero.ranks = ranks;
+        zero.microbatches = 2;
+        zero.stages_per_rank = 3 - ranks;
+        zero.costs.per_stage.resize(2);
+        for (auto& st : zero.costs.per_stage) st.backward_weight = 0;
+        zero.costs.per_stage[1].backward_input = 0;
+        const auto least = ppsched::lower_bound(zero).least_memory;
+        zero.memory_limit = *std::max_element(least.begin(), least.end());
+        const double optimum = ppsched_test::exhaustive_optimum(zero);
+        const dt::model zm = dt::make_model(zero);
+        double relaxed = 0;
+        for (int r = 0; r < ranks; ++r) {
+            dt::rank_relaxation rel(zm, r);
+            const auto x = rel.solve(std::numeric_limits<double>::infinity(), 1'000'000);
+            REQUIRE(x.complete);
+            CHECK(x.value <= optimum * (1 + 1e-9));
+            relaxed = std::max(relaxed, x.value);
+        }
+        if (ranks == 1) CHECK(relaxed == Approx(optimum).epsilon(1e-12));
+    }
+    // A budget too small to finish says so.
+    ppsched::tune_problem wide = prob;
+    wide.ranks = 4;
+    wide.microbatches = 8;
+    wide.stages_per_rank = 2;
+    wide.memory_limit = 5.5;
+    const dt::model wide_model = dt::make_model(wide);
+    dt::rank_relaxation small(wide_model, 1);
+    const auto cut = small.solve(std::numeric_limits<double>::infinity(), 10);
+    CHECK_FALSE(cut.complete);
 }

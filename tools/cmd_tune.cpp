@@ -74,8 +74,10 @@ constexpr command_help tune_help{
         "time limit cuts it short. JSON output: {makespan, lower_bound, gap, optimal,\n"
         "bubble_fraction, peak_memory: [per rank], memory_limit, best_builtin: {name, makespan}\n"
         "| null, start: {name, makespan}, evaluations, exact_nodes, beam_nodes, seconds,\n"
-        "time_to_best, stopped, bound: {one_machine, memory, memory_ramp, search, exact_complete,\n"
-        "least_memory}, candidates: [{name, applies, fits, makespan, peak_memory, why_not}]}.\n"
+        "time_to_best, stopped, bound: {one_machine, memory, memory_ramp, rank_relaxation, "
+        "search,\n"
+        "exact_complete, least_memory}, candidates: [{name, applies, fits, makespan, peak_memory, "
+        "why_not}]}.\n"
         "Exit status 2 for a problem no order can meet (a memory limit below the least any\n"
         "order needs, which the message gives), malformed costs or bad usage.",
 };
@@ -187,6 +189,8 @@ std::string json_report(const tune_problem& p, const tune_result& r, const simul
            ", \"memory_rank\": " + std::to_string(r.bound.memory_rank) +
            ", \"memory_ramp\": " + json_number(r.bound.memory_ramp) +
            ", \"memory_ramp_rank\": " + std::to_string(r.bound.memory_ramp_rank) +
+           ", \"rank_relaxation\": " + json_number(r.bound.rank_relaxation) +
+           ", \"rank_relaxation_rank\": " + std::to_string(r.bound.rank_relaxation_rank) +
            ", \"search\": " + json_number(r.bound.search) +
            ", \"exact_complete\": " + (r.bound.exact_complete ? "true" : "false") +
            ", \"least_memory\": [";

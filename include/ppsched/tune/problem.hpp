@@ -147,6 +147,11 @@ struct makespan_bound {
     /// time its step lasts after its last forward (0 without a limit).
     double memory_ramp = 0;
     int memory_ramp_rank = 0; ///< the rank it comes from
+    /// The rank relaxation (`tune` only; 0 when it did not run or finish): one rank's own
+    /// sequence, memory room, heads and tails kept exact, the other ranks as delays only,
+    /// solved exactly.
+    double rank_relaxation = 0;
+    int rank_relaxation_rank = 0; ///< the rank it comes from
     /// What the exact phase proved: the optimum when it finished (`exact_complete`), else its
     /// root bound (heads delayed until enough memory is freed); 0 when it did not run.
     double search = 0;
