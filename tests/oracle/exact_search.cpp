@@ -6,14 +6,15 @@
 // solves with CBC).
 //
 // usage: exact_search PROBLEM.txt [--target T] [--time-limit S] [--node-limit N] [--order OUT.csv]
-//        [--memo on|off] [--branch one|all]
+//        [--memo on|off] [--branch one|all] [--rank-relaxation on|off]
 // PROBLEM.txt (ilp_oracle.py --exact-input writes it): lines "key value..." with keys ranks,
 // microbatches, stages_per_rank, placement (loop|v), backward (split|fused), message,
 // input_grad_frees, memory_limit (a number or none), and per-stage arrays F, I, W (split) or B
 // (fused), activation, parameters.
 // Prints one JSON line: {"status": "optimal"|"unknown", "makespan": best order found (or null),
-// "lower_bound": proven, "target": T, "nodes": N, "seconds": S}. "optimal" with makespan null
-// means no order beats the target: the target is then the proven lower bound. Exit 0, or 2 on
+// "lower_bound": proven, "target": T, "nodes": N, "memo_hits": H, "rank_bound": the best rank
+// relaxation (min(its optimum, T); null when none finished), "seconds": S}. "optimal" with makespan
+// null means no order beats the target: the target is then the proven lower bound. Exit 0, or 2 on
 // bad input.
 //
 // The search (why each rule keeps an optimum; durations are positive):
@@ -41,6 +42,8 @@
 //   activation can be freed at the earliest, over its memory room, after the current time;
 //   and the memory ramp (ramp_bound): the idle a rank's room forces before its first frees,
 //   and its last forward, after which only the work of what it then holds can remain.
+// - The rank relaxation first (rank_relaxation, --rank-relaxation on, the default): each rank
+//   alone, solved exactly; when one cannot finish before the target, no order can.
 // Worst case exponential, as any exact method for this NP-hard problem: it is a test oracle.
 #include <algorithm>
 #include <chrono>
@@ -704,6 +707,174 @@ struct solver_t {
         if (use_memo) remember(key, times);
     }
 
+    // The rank relaxation: a lower bound from one rank alone. Every other rank is taken as
+    // infinitely parallel, so between two actions of rank r only the longest path of durations
+    // and message times through the others remains (a lag), and r's own order, its memory room
+    // and every action's head and tail stay exact. Any valid order, restricted to r, is a
+    // sequence of this smaller problem with a makespan (max of end + tail) no later, so its
+    // optimum is a lower bound; some optimum of the full problem keeps the queues in microbatch
+    // order (the symmetry above), so the relaxation may too. Solved exactly by its own depth-
+    // first branch and bound (active rule, a memo of dominated prefixes, Jackson's preemptive
+    // bound), with `cap` as the incumbent: returns min(optimum, cap), or -1 when `node_cap`
+    // nodes did not suffice. Worst case exponential in the rank's actions (48 for 4 ranks x 2
+    // stages x 8 microbatches take 10^3-10^6 nodes).
+    struct rank_model {
+        std::vector<int> mine, loc, rq; // rank's actions; action -> local index; its queues
+        std::vector<std::vector<std::pair<int, double>>> pred; // (local, lag) per local
+        std::vector<double> hd;                                // static heads, per action
+    };
+    rank_model model_of(int r) const {
+        rank_model m;
+        // Longest paths over the whole action graph: dependencies and queue order.
+        std::vector<std::vector<std::pair<int, double>>> out(N); // (action, lag after end)
+        std::vector<int> order;                                  // a topological order
+        for (int j = 0; j < M; ++j)
+            for (int q : topo) {
+                const int id = q * M + j;
+                order.push_back(id);
+                for (auto [d, dl] : q_deps[q]) out[d * M + j].push_back({id, dl});
+                if (j > 0) out[id - 1].push_back({id, 0.0});
+            }
+        std::vector<int> pos(N);
+        for (int i = 0; i < N; ++i) pos[order[i]] = i;
+        m.hd.assign(N, 0.0);
+        for (int a : order)
+            for (auto [b, dl] : out[a]) m.hd[b] = std::max(m.hd[b], m.hd[a] + q_dur[a / M] + dl);
+        m.loc.assign(N, -1);
+        for (int a = 0; a < N; ++a)
+            if (q_rank[a / M] == r) {
+                m.loc[a] = static_cast<int>(m.mine.size());
+                m.mine.push_back(a);
+            }
+        const int n = static_cast<int>(m.mine.size());
+        constexpr double none = -std::numeric_limits<double>::infinity();
+        m.pred.assign(n, {});
+        std::vector<double> d(N);
+        for (int i = 0; i < n; ++i) {
+            std::fill(d.begin(), d.end(), none);
+            for (auto [b, dl] : out[m.mine[i]]) d[b] = std::max(d[b], dl);
+            for (int k = pos[m.mine[i]] + 1; k < N; ++k) {
+                const int x = order[k];
+                if (d[x] == none) continue;
+                if (m.loc[x] >= 0) m.pred[m.loc[x]].push_back({i, d[x]});
+                for (auto [b, dl] : out[x]) d[b] = std::max(d[b], d[x] + q_dur[x / M] + dl);
+            }
+        }
+        for (int q = 0; q < Q; ++q)
+            if (q_rank[q] == r) m.rq.push_back(q);
+        return m;
+    }
+
+    double rank_relaxation(int r, double cap, long long node_cap) const {
+        const rank_model m = model_of(r);
+        const std::vector<int>& mine = m.mine;
+        const std::vector<int>& loc = m.loc;
+        const std::vector<int>& rq = m.rq;
+        const auto& pred = m.pred;
+        const std::vector<double>& hd = m.hd;
+        const int n = static_cast<int>(mine.size());
+        std::vector<int> idx(rq.size(), 0);
+        std::vector<char> done(n, 0);
+        std::vector<double> endt(n, 0.0);
+        double best_r = cap;
+        long long count = 0;
+        bool out_of_nodes = false;
+        std::map<std::vector<int>, std::vector<std::vector<double>>> seen;
+        auto release = [&](int i, bool all_done_needed) {
+            double t = hd[mine[i]];
+            for (auto [k, lag] : pred[i]) {
+                if (!done[k]) {
+                    if (all_done_needed) return -1.0;
+                    continue;
+                }
+                t = std::max(t, endt[k] + lag);
+            }
+            return t;
+        };
+        std::vector<std::pair<double, int>> rem;
+        std::vector<double> left(n);
+        auto jackson = [&](double now) { // preemptive, heads = releases, tails static
+            rem.clear();
+            for (int i = 0; i < n; ++i)
+                if (!done[i]) rem.push_back({std::max(now, release(i, false)), i});
+            std::sort(rem.begin(), rem.end());
+            double lb = 0;
+            std::priority_queue<std::pair<double, int>> ready; // (tail, local)
+            std::size_t k = 0;
+            while (k < rem.size() || !ready.empty()) {
+                if (ready.empty()) now = std::max(now, rem[k].first);
+                while (k < rem.size() && rem[k].first <= now) {
+                    const int i = rem[k++].second;
+                    left[i] = q_dur[mine[i] / M];
+                    ready.push({tail[mine[i]], i});
+                }
+                const int i = ready.top().second;
+                const double run = std::min(left[i], k < rem.size() ? rem[k].first - now : left[i]);
+                now += run;
+                left[i] -= run;
+                if (left[i] <= 0) {
+                    ready.pop();
+                    lb = std::max(lb, now + tail[mine[i]]);
+                }
+            }
+            return lb;
+        };
+        std::function<void(double, double, double, int)> dfs = [&](double t, double hold,
+                                                                   double obj, int depth) {
+            if (++count > node_cap) out_of_nodes = true;
+            if (out_of_nodes) return;
+            if (depth == n) {
+                best_r = std::min(best_r, obj);
+                return;
+            }
+            if (std::max(obj, jackson(t)) >= best_r) return;
+            std::vector<double> sig{t, obj}; // dominance: same set, every time no later
+            for (int i = 0; i < n; ++i)
+                if (!done[i]) sig.push_back(release(i, false));
+            auto& stored = seen[idx];
+            for (const auto& o : stored) {
+                bool dominated = true;
+                for (std::size_t x = 0; x < sig.size() && dominated; ++x)
+                    dominated = o[x] <= sig[x];
+                if (dominated) return;
+            }
+            if (stored.size() < 128) stored.push_back(sig);
+            struct cand {
+                int u, i;
+                double est;
+            };
+            std::vector<cand> cs;
+            for (std::size_t u = 0; u < rq.size(); ++u) {
+                if (idx[u] >= M) continue;
+                const int q = rq[u], i = loc[q * M + idx[u]];
+                const double rel = release(i, true);
+                if (rel < 0) continue;
+                if (q_kind[q] == F && hold + q_mem[q] > room[r] + 1e-9) continue;
+                const double est = std::max(t, rel);
+                cs.push_back({static_cast<int>(u), i, est});
+            }
+            std::sort(cs.begin(), cs.end(),
+                      [](const cand& a, const cand& b) { return a.est < b.est; });
+            for (const cand& c : cs) {
+                bool shift = false; // the active rule: another free that fits before goes first
+                for (const cand& y : cs)
+                    shift = shift || (y.i != c.i && q_kind[rq[y.u]] != F && y.est < c.est &&
+                                      y.est + q_dur[rq[y.u]] <= c.est);
+                if (shift) continue;
+                const int q = rq[c.u];
+                done[c.i] = 1;
+                endt[c.i] = c.est + q_dur[q];
+                ++idx[c.u];
+                dfs(endt[c.i], hold + q_mem[q], std::max(obj, endt[c.i] + tail[mine[c.i]]),
+                    depth + 1);
+                --idx[c.u];
+                done[c.i] = 0;
+            }
+        };
+        dfs(0.0, 0.0, 0.0, 0);
+        return out_of_nodes ? -1.0 : best_r;
+    }
+
     std::string csv() const {
         std::string out;
         for (int r = 0; r < P; ++r) {
@@ -723,13 +894,14 @@ struct solver_t {
 int main(int argc, char** argv) {
     if (argc < 2 || std::string(argv[1]) == "--help") {
         std::cerr << "usage: exact_search PROBLEM.txt [--target T] [--time-limit S] "
-                     "[--node-limit N] [--order OUT.csv] [--memo on|off] [--branch one|all]\n";
+                     "[--node-limit N] [--order OUT.csv] [--memo on|off] [--branch one|all] "
+                     "[--rank-relaxation on|off]\n";
         return argc < 2 ? 2 : 0;
     }
     double target = std::numeric_limits<double>::infinity(), seconds = 60;
     long long node_limit = std::numeric_limits<long long>::max();
     std::string order_path;
-    bool memo = true, one_rank = true;
+    bool memo = true, one_rank = true, relax = true;
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
         if (i + 1 >= argc) fail("missing value after " + a);
@@ -744,6 +916,8 @@ int main(int argc, char** argv) {
             order_path = v;
         else if (a == "--memo")
             memo = v == "on";
+        else if (a == "--rank-relaxation" && (v == "on" || v == "off"))
+            relax = v == "on";
         else if (a == "--branch" && (v == "one" || v == "all"))
             one_rank = v == "one";
         else
@@ -763,7 +937,13 @@ int main(int argc, char** argv) {
             least[s.rank_of_stage(st)] += pb.arrays.at("activation")[st];
         for (int r = 0; r < pb.P; ++r) memory_ok = memory_ok && least[r] <= s.room[r] + 1e-9;
     }
-    if (memory_ok) s.search(s.N);
+    // The rank relaxation first: when one rank alone cannot finish before the target, no order
+    // can, and the search is not needed.
+    double rank_bound = -1;
+    if (memory_ok && relax)
+        for (int r = 0; r < pb.P && rank_bound < s.target; ++r)
+            rank_bound = std::max(rank_bound, s.rank_relaxation(r, s.target, 1'000'000));
+    if (memory_ok && rank_bound < s.target) s.search(s.N);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - s.t0).count();
     const bool found = std::isfinite(s.best);
@@ -774,11 +954,13 @@ int main(int argc, char** argv) {
     };
     const char* status = !memory_ok ? "infeasible" : s.stopped ? "unknown" : "optimal";
     const std::string lb = s.stopped || !memory_ok ? "null" : number(found ? s.best : target);
-    const std::string buf =
-        std::string("{\"status\": \"") + status +
-        "\", \"makespan\": " + (found ? number(s.best) : "null") + ", \"lower_bound\": " + lb +
-        ", \"target\": " + number(target) + ", \"nodes\": " + std::to_string(s.nodes) +
-        ", \"memo_hits\": " + std::to_string(s.memo_hits) + ", \"seconds\": " + number(secs) + "}";
+    const std::string buf = std::string("{\"status\": \"") + status +
+                            "\", \"makespan\": " + (found ? number(s.best) : "null") +
+                            ", \"lower_bound\": " + lb + ", \"target\": " + number(target) +
+                            ", \"nodes\": " + std::to_string(s.nodes) +
+                            ", \"memo_hits\": " + std::to_string(s.memo_hits) +
+                            ", \"rank_bound\": " + (rank_bound >= 0 ? number(rank_bound) : "null") +
+                            ", \"seconds\": " + number(secs) + "}";
     std::cout << buf << '\n';
     if (found && !order_path.empty()) std::ofstream(order_path) << s.csv();
     return 0;

@@ -5,6 +5,10 @@
 # 2. on a slice of issue 16's suite (2 ranks, m 2 and 4, every placement, two cost shapes, latency 0.1,
 #    every memory case) optimality.py --exact proves every optimum, finds no contradiction,
 #    and tune is within 1% of each (the full runs are in results/, see README.md).
+# 3. the rank relaxation (one rank alone, solved exactly) of ppsched tune and of exact_search,
+#    two independent implementations, agree on a memory-limited four-rank problem, stay
+#    below tune's makespan, and prove tune within 1 % of the optimum there; switched off, the
+#    search still agrees with it.
 # usage: test_exact_search.sh PPSCHED EXACT_SEARCH
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -74,7 +78,37 @@ PY
   ms=$("$python" -c 'import json,sys; print(repr(json.loads(sys.argv[1])["makespan"]))' "$all")
   below=$("$exact" "$tmp/p4.txt" --target "$ms" --branch one)
   [[ $below == *'"status": "optimal", "makespan": null'* ]] || fail "--branch one beat the optimum: $below"
+  below=$("$exact" "$tmp/p4.txt" --target "$ms" --rank-relaxation off)
+  [[ $below == *'"status": "optimal", "makespan": null'* ]] || fail "beat the optimum without the rank relaxation: $below"
 done
+# The rank relaxation, library against oracle: 4 ranks x 2 stages (v), 4 microbatches, random
+# costs, latency 0.1, room for 6 activations per rank (1F1B's peak).
+F='1.1595 1.213 0.8551 1.1091 1.225 1.0334 1.1723 0.9715'
+I='1.0483 0.8072 0.7935 0.8093 1.1221 1.146 1.0249 1.062'
+W='1.1017 1.1526 1.057 1.051 1.1822 1.1431 1.213 0.9806'
+printf 'ranks 4\nmicrobatches 4\nstages_per_rank 2\nplacement v\nbackward split\nmessage 0.1\n'\
+'input_grad_frees 0.0\nmemory_limit 6.0\nF %s\nI %s\nW %s\nactivation 1 1 1 1 1 1 1 1\n'\
+'parameters 0 0 0 0 0 0 0 0\n' "$F" "$I" "$W" >"$tmp/relax.txt"
+printf '{"F": [%s], "I": [%s], "W": [%s], "p2p_latency": 0.1}\n' "${F// /, }" "${I// /, }" \
+  "${W// /, }" >"$tmp/relax.json"
+tuned=$("$ppsched" tune --ranks 4 --microbatches 4 --stages-per-rank 2 --placement v \
+  --costs "$tmp/relax.json" --memory-limit 6 --time-limit 600 --format json) || fail "tune failed"
+ms=$("$python" -c 'import json,sys; print(repr(json.loads(sys.argv[1])["makespan"]))' "$tuned")
+oracle=$("$exact" "$tmp/relax.txt" --target "$ms" --time-limit 1) || fail "exact_search failed"
+echo "$oracle"
+"$python" - "$tuned" "$oracle" <<'PY' || fail "the rank relaxations disagree"
+import json, sys
+t, o = (json.loads(x) for x in sys.argv[1:])
+lib, ms = t["bound"]["rank_relaxation"], t["makespan"]
+print("tune: makespan", ms, "rank relaxation", lib, "(rank", t["bound"]["rank_relaxation_rank"], ")")
+assert 0 < lib <= ms, (lib, ms)
+assert t["lower_bound"] >= lib, t["lower_bound"]
+assert o["rank_bound"] is not None and abs(o["rank_bound"] - lib) <= 1e-9 * lib, (o, lib)
+PY
+within=$("$exact" "$tmp/relax.txt" --target "$("$python" -c "print(repr($ms / 1.01))")" --time-limit 5)
+echo "$within"
+[[ $within == *'"status": "optimal", "makespan": null'* ]] || fail "tune not proven within 1 %: $within"
+"$exact" "$tmp/p.txt" --rank-relaxation maybe 2>/dev/null && fail "accepted --rank-relaxation maybe"
 "$exact" "$tmp/p.txt" --branch some 2>"$tmp/err" && fail "accepted --branch some"
 grep -q 'exact_search:' "$tmp/err" || fail "no error message for --branch some"
 # Bad input: a clear error, exit 2.
