@@ -9,6 +9,7 @@
 
 #include "support.hpp"
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,9 +78,33 @@ void evaluate(benchmark::State& state, int p, int m, int v) {
         benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The rank relaxation (tune/detail/rank_relaxation.hpp) of rank 0, solved from nothing (no
+// incumbent): its nodes per second, and how many it needs.
+void relax(benchmark::State& state, const tune_problem& prob) {
+    const detail::tune::model model = detail::tune::make_model(prob);
+    detail::tune::rank_relaxation_result r;
+    for (auto _ : state) {
+        detail::tune::rank_relaxation relaxation(model, 0);
+        r = relaxation.solve(std::numeric_limits<double>::infinity(), 100'000'000);
+        benchmark::DoNotOptimize(r);
+    }
+    state.counters["bound"] = r.value;
+    state.counters["complete"] = r.complete ? 1 : 0;
+    state.counters["nodes"] = static_cast<double>(r.nodes);
+    state.counters["nodes/s"] = benchmark::Counter(static_cast<double>(r.nodes),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+}
+
 } // namespace
 
 void register_tune_benchmarks() {
+    for (int m : {8, 10})
+        benchmark::RegisterBenchmark(
+            ("tune/rank_relaxation/p4_m" + std::to_string(m) + "_v2_half_memory").c_str(),
+            [m](benchmark::State& st) {
+                relax(st, reference_problem(4, m, 2, stage_placement::loop, true, 0.1, 4.0));
+            })
+            ->Unit(benchmark::kMillisecond);
     struct eval_size {
         long long actions;
         int p, m, v;

@@ -43,8 +43,9 @@ constexpr std::array<option, 15> tune_own_options{{
     {"--time-limit", "S", "seconds the search may take (default 10)"},
     {"--max-evaluations", "N", "stop after timing N orders (default: no limit)"},
     {"--exact-nodes", "N",
-     "partial orders the exact phase may visit to find a faster order or prove there is none "
-     "(default: 50000000 / the problem's compute actions; 0: skip it)"},
+     "partial orders the exact phase may visit to find a faster order or prove there is none, "
+     "and the rank relaxation after it to raise the bound (default: 50000000 / the problem's "
+     "compute actions; 0: skip both)"},
     {"--beam-width", "N",
      "the widest beam search over partial orders, ranked by the bound, after the first local "
      "searches (default 256; 0: none; wide beams run only on small problems)"},

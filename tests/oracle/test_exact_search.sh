@@ -105,6 +105,12 @@ assert 0 < lib <= ms, (lib, ms)
 assert t["lower_bound"] >= lib, t["lower_bound"]
 assert o["rank_bound"] is not None and abs(o["rank_bound"] - lib) <= 1e-9 * lib, (o, lib)
 PY
+skipped=$("$ppsched" tune --ranks 4 --microbatches 4 --stages-per-rank 2 --placement v \
+  --costs "$tmp/relax.json" --memory-limit 6 --exact-nodes 0 --format json) || fail "tune failed"
+"$python" - "$skipped" <<'PY' || fail "--exact-nodes 0 did not skip the rank relaxation"
+import json, sys
+assert json.loads(sys.argv[1])["bound"]["rank_relaxation"] == 0
+PY
 within=$("$exact" "$tmp/relax.txt" --target "$("$python" -c "print(repr($ms / 1.01))")" --time-limit 5)
 echo "$within"
 [[ $within == *'"status": "optimal", "makespan": null'* ]] || fail "tune not proven within 1 %: $within"

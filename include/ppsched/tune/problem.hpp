@@ -84,7 +84,8 @@ struct tune_options {
     /// Partial orders the exact phase may visit (0: skip it; unset: 5 x 10^7 / the problem's
     /// compute actions, about a second or two whatever the size). The exact phase looks for
     /// an order faster than the best found, or proves there is none (then the gap is 0);
-    /// small problems usually finish well within the default.
+    /// small problems usually finish well within the default. The rank relaxation after it
+    /// (`makespan_bound::rank_relaxation`) gets as many nodes of its own (0 skips it too).
     std::optional<std::uint64_t> exact_nodes{};
     /// The widest beam search after the first tabu searches (0: none). Beams of width 4, 16, 64
     /// and 256 run in turn up to this width, each only while its work (about n^2 x width x

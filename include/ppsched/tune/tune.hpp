@@ -19,8 +19,8 @@
 ///    looks for one faster than the best found, or proves that there is none, within
 ///    `tune_options::exact_nodes` partial orders.
 /// 4. Rank relaxation (tune/detail/rank_relaxation.hpp), where a gap is left: each rank alone,
-///    its sequence and memory exact and the other ranks as delays, solved exactly within half
-///    the exact phase's budget; it raises the bound (`makespan_bound::rank_relaxation`).
+///    its sequence and memory exact and the other ranks as delays, solved exactly within the
+///    exact phase's node budget; it raises the bound (`makespan_bound::rank_relaxation`).
 /// 5. It stops when the makespan reaches the lower bound (tune/lower_bound.hpp: the order is
 ///    then optimal), when the exact phase finishes or runs out of nodes, or at the time or
 ///    evaluation limit.
@@ -401,23 +401,33 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
 
     // 4. The rank relaxation, where the exact phase left a gap: each rank alone, its sequence
     // and memory exact, the others as delays, solved exactly with the best makespan as
-    // incumbent. Under tight memory limits it often proves more than the bound. Its budget is
-    // half the exact phase's; each rank takes half of what is left, the ranks of the highest
-    // memory ramp and Jackson's bound first; ranks of more than 256 actions are skipped (a node
-    // costs O(n_r log n_r), and the search rarely finishes there).
+    // incumbent (or, where that does not finish, halfway between the bound and it). Under
+    // tight memory limits it often proves more than the bound. Its budget is the exact
+    // phase's (its nodes cost less); each rank takes half of what is left (and a quarter for
+    // the probe), the ranks of the highest memory ramp and Jackson's bound first; ranks of
+    // more than 256 actions are skipped (a node costs O(n_r log n_r), and the search rarely
+    // finishes there).
     if (!proven && best.makespan > target && exact_nodes > 0 && !spend.spent(ev)) {
         std::vector<int> ranks{result.bound.memory_ramp_rank, result.bound.one_machine_rank};
         for (int r = 0; r < m.ranks; ++r) ranks.push_back(r);
-        std::uint64_t left = exact_nodes / 2;
+        std::uint64_t left = exact_nodes;
         std::vector<char> relaxed(static_cast<std::size_t>(m.ranks), 0);
         for (const int r : ranks) {
             if (relaxed[static_cast<std::size_t>(r)] || m.rank_actions(r) > 256) continue;
             relaxed[static_cast<std::size_t>(r)] = 1;
             if (result.bound.rank_relaxation >= best.makespan || left < 2) break;
             rank_relaxation relaxation(m, r);
-            const rank_relaxation_result found =
+            rank_relaxation_result found =
                 relaxation.solve(best.makespan, left / 2, spend.deadline);
             left -= std::min(left, found.nodes);
+            if (!found.complete) {
+                // A probe halfway between the bound and the best makespan: proving only that
+                // the rank cannot beat it prunes far more.
+                const double known = std::max(
+                    {result.bound.value, result.bound.search, result.bound.rank_relaxation});
+                found = relaxation.solve((known + best.makespan) / 2, left / 4, spend.deadline);
+                left -= std::min(left, found.nodes);
+            }
             if (found.complete && found.value > result.bound.rank_relaxation) {
                 result.bound.rank_relaxation = found.value;
                 result.bound.rank_relaxation_rank = r;
