@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -62,6 +63,7 @@ class rank_relaxation {
         max_nodes_ = max_nodes;
         out_of_nodes_ = false;
         seen_.clear();
+        memo_doubles_ = 0;
         std::fill(done_.begin(), done_.end(), 0);
         std::fill(next_.begin(), next_.end(), 0);
         search(0, 0, 0, 0);
@@ -227,16 +229,25 @@ class rank_relaxation {
         signature_.assign({t, makespan});
         for (std::size_t i = 0; i < dur_.size(); ++i)
             if (!done_[i]) signature_.push_back(release(i, false));
-        std::vector<double>& stored = seen_[next_];
         const std::size_t w = signature_.size();
-        for (std::size_t at = 0; at + w <= stored.size(); at += w) {
-            bool dominated = true;
-            for (std::size_t x = 0; x < w && dominated; ++x)
-                dominated = stored[at + x] <= signature_[x];
-            if (dominated) return;
+        auto it = seen_.find(next_);
+        if (it != seen_.end()) {
+            const std::vector<double>& stored = it->second;
+            for (std::size_t at = 0; at + w <= stored.size(); at += w) {
+                bool dominated = true;
+                for (std::size_t x = 0; x < w && dominated; ++x)
+                    dominated = stored[at + x] <= signature_[x];
+                if (dominated) return;
+            }
         }
-        if (stored.size() < 128 * w)
-            stored.insert(stored.end(), signature_.begin(), signature_.end());
+        // At most 128 prefixes per set of actions, and 64 MB in all.
+        if (memo_doubles_ + w <= (std::size_t{64} << 20) / 8) {
+            if (it == seen_.end()) it = seen_.emplace(next_, std::vector<double>{}).first;
+            if (it->second.size() < 128 * w) {
+                it->second.insert(it->second.end(), signature_.begin(), signature_.end());
+                memo_doubles_ += w;
+            }
+        }
         // Candidates: each queue's next action, its predecessors done, within memory.
         struct candidate {
             double start;
@@ -289,7 +300,8 @@ class rank_relaxation {
     std::vector<double> end_, left_, signature_;
     std::vector<int> next_; // per queue: the next microbatch
     std::vector<std::pair<double, std::size_t>> open_;
-    std::map<std::vector<int>, std::vector<double>> seen_;
+    std::map<std::vector<int>, std::vector<double>> seen_; // dominance memo: per set, signatures
+    std::size_t memo_doubles_ = 0;
     double best_ = 0;
     std::uint64_t nodes_ = 0, max_nodes_ = 0;
     bool out_of_nodes_ = false; // out of nodes or time
