@@ -299,6 +299,33 @@ TEST_CASE("rank relaxation: room for one microbatch, derived by hand", "[lower_b
         }
         if (ranks == 1) CHECK(relaxed == Approx(optimum).epsilon(1e-12));
     }
+    // Memory summed exactly as simulate sums it, and compared by the memo: with large
+    // activations and I freeing a tenth, the same actions freed in another order leave another
+    // rounding residue, so at the limit (the least any order needs) one prefix fits its next
+    // forward and the other does not. A memo that ignored memory let the one that does not fit
+    // dominate the one that does, and the relaxation claimed infinity.
+    {
+        tune_problem big;
+        big.ranks = 1;
+        big.microbatches = 2;
+        big.stages_per_rank = 2;
+        big.costs.input_grad_frees = 0.1;
+        big.costs.per_stage.resize(2);
+        const double f[] = {1.25, 1}, in[] = {0.5, 0.75}, act[] = {552826608, 413681404};
+        for (std::size_t i = 0; i < 2; ++i) {
+            big.costs.per_stage[i].forward = f[i];
+            big.costs.per_stage[i].backward_input = in[i];
+            big.costs.per_stage[i].backward_weight = 1;
+            big.costs.per_stage[i].activation = act[i];
+        }
+        big.memory_limit = 552826608.0 + 413681404.0;
+        const double optimum = ppsched_test::exhaustive_optimum(big);
+        const dt::model bm = dt::make_model(big);
+        dt::rank_relaxation rel(bm, 0);
+        const auto x = rel.solve(std::numeric_limits<double>::infinity(), 1'000'000);
+        CHECK(x.complete);
+        CHECK(x.value == Approx(optimum).epsilon(1e-12));
+    }
     // A budget too small to finish says so.
     ppsched::tune_problem wide = prob;
     wide.ranks = 4;

@@ -828,7 +828,7 @@ struct solver_t {
                 return;
             }
             if (std::max(obj, jackson(t)) >= best_r) return;
-            std::vector<double> sig{t, obj}; // dominance: same set, every time no later
+            std::vector<double> sig{t, obj, hold}; // dominance: same set, times and memory no later
             for (int i = 0; i < n; ++i)
                 if (!done[i]) sig.push_back(release(i, false));
             auto& stored = seen[idx];

@@ -165,8 +165,8 @@ class rank_relaxation {
             }
         }
         const auto ru = static_cast<std::size_t>(rank_);
-        room_ = m_.limit[ru] >= 1e299 ? std::numeric_limits<double>::infinity()
-                                      : m_.limit[ru] - m_.parameters[ru];
+        parameters_ = m_.parameters[ru];
+        limit_ = m_.limit[ru];
         done_.assign(n, 0);
         end_.assign(n, 0);
         next_.assign(queue_start_.size(), 0);
@@ -225,8 +225,9 @@ class rank_relaxation {
             return;
         }
         if (std::max(makespan, jackson(t)) >= best_) return;
-        // Dominance: the same actions done, and every time that matters no later.
-        signature_.assign({t, makespan});
+        // Dominance: the same actions done, every time that matters no later and no more
+        // memory held (the same set, but summed in another order it may differ by rounding).
+        signature_.assign({t, makespan, held});
         for (std::size_t i = 0; i < dur_.size(); ++i)
             if (!done_[i]) signature_.push_back(release(i, false));
         const std::size_t w = signature_.size();
@@ -260,7 +261,9 @@ class rank_relaxation {
             const auto i = static_cast<std::size_t>(queue_start_[q] + j);
             const double r = release(i, true);
             if (r < 0) continue;
-            if (mem_[i] > 0 && held + mem_[i] > room_ + 1e-9) continue;
+            // After every F, parameters + held <= limit, summed exactly as `simulate` does
+            // (held is the running sum in the rank's order): no order it accepts is cut.
+            if (is_forward(q) && parameters_ + (held + mem_[i]) > limit_) continue;
             cands.push_back({std::max(t, r), q, i});
         }
         std::sort(cands.begin(), cands.end(),
@@ -294,7 +297,7 @@ class rank_relaxation {
     std::vector<int> queue_start_; // per queue: its first local action
     std::vector<double> dur_, head_, tail_, mem_;
     std::vector<std::vector<lag_from>> preds_;
-    double room_ = 0;
+    double parameters_ = 0, limit_ = 0;
     // Search state.
     std::vector<char> done_;
     std::vector<double> end_, left_, signature_;
