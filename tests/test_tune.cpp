@@ -365,6 +365,19 @@ TEST_CASE("tune: impossible or malformed problems are clear errors", "[tune]") {
     p.placement = stage_placement::loop;
     p.microbatches = 0;
     CHECK_THROWS_AS(ppsched::tune(p), config_error);
+    // A limit at the least any order needs where the frees' rounding leaves a residue above it
+    // (I frees half): no order fits, a config_error that says so (was a logic_error).
+    tune_problem tight;
+    tight.ranks = 1;
+    tight.microbatches = 2;
+    tight.stages_per_rank = 2;
+    tight.costs.input_grad_frees = 0.5;
+    tight.costs.per_stage.resize(2);
+    tight.costs.per_stage[0].activation = 2.8998924028047885;
+    tight.costs.per_stage[1].activation = 1.364869413219545;
+    tight.memory_limit = 2.8998924028047885 + 1.364869413219545;
+    CHECK_THROWS_AS(ppsched::tune(tight), config_error);
+    CHECK_THROWS_WITH(ppsched::tune(tight), Catch::Contains("no order fits the memory limit"));
 }
 
 TEST_CASE("tune: the time limit stops the search with a valid order", "[tune]") {

@@ -41,6 +41,7 @@
 
 #include "ppsched/algorithms/simulate.hpp"
 #include "ppsched/algorithms/validate.hpp"
+#include "ppsched/error.hpp"
 #include "ppsched/registry.hpp"
 #include "ppsched/tune/detail/evaluator.hpp"
 #include "ppsched/tune/detail/exact_search.hpp"
@@ -300,8 +301,13 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     std::stable_sort(starts.begin(), starts.end(), [](const start_point& a, const start_point& b) {
         return better(a.eval, b.eval);
     });
-    if (starts.empty())
-        throw std::logic_error("ppsched::tune: no start point (the sequential order must fit)");
+    // The sequential order needs exactly the least memory, so this happens only when the limit
+    // equals that least and the frees' rounding leaves a residue above it.
+    PPSCHED_EXPECTS(!starts.empty(), "ppsched::tune: no order fits the memory limit ",
+                    problem.memory_limit.value_or(0),
+                    ": it is at (or within rounding of) the least any order needs; summed in "
+                    "floating point, freeing parts of activations leaves a residue above it. "
+                    "Raise the limit slightly");
 
     // 2. Improvement from the best distinct start points, then restarts from the best.
     sequences best_seq = starts.front().seq;

@@ -261,9 +261,11 @@ class rank_relaxation {
             const auto i = static_cast<std::size_t>(queue_start_[q] + j);
             const double r = release(i, true);
             if (r < 0) continue;
-            // After every F, parameters + held <= limit, summed exactly as `simulate` does
-            // (held is the running sum in the rank's order): no order it accepts is cut.
-            if (is_forward(q) && parameters_ + (held + mem_[i]) > limit_) continue;
+            // After every F, parameters + held <= limit, summed as `simulate` does (held is
+            // the running sum in the rank's order), with a relative slack: the active rule's
+            // exchange is exact only in real arithmetic, and a looser test is still a bound.
+            if (is_forward(q) && parameters_ + (held + mem_[i]) > limit_ * (1 + 1e-9) + 1e-9)
+                continue;
             cands.push_back({std::max(t, r), q, i});
         }
         std::sort(cands.begin(), cands.end(),
