@@ -326,6 +326,32 @@ TEST_CASE("rank relaxation: room for one microbatch, derived by hand", "[lower_b
         CHECK(x.complete);
         CHECK(x.value == Approx(optimum).epsilon(1e-12));
     }
+    // The memory ramp where the work before the last forward equals what fits before the
+    // first free (v, fused, one microbatch, forwards of no duration): comparing the two sums
+    // without a margin once put the bound at 11.8 above the optimum 8.5.
+    {
+        tune_problem v;
+        v.ranks = 2;
+        v.microbatches = 1;
+        v.stages_per_rank = 2;
+        v.placement = ppsched::stage_placement::v;
+        v.backward = ppsched::backward_mode::fused;
+        v.costs.p2p_latency = 0.279693;
+        v.costs.per_stage.resize(4);
+        const double f[] = {0, 1.9094666237026265, 0, 1.7623628376088289};
+        const double b[] = {1, 1.7044100588162481, 0, 1};
+        const double a[] = {1, 2, 1, 2};
+        const double w[] = {0, 0.66585326713774684, 0.8545645771304381, 0.58960433411440782};
+        for (std::size_t i = 0; i < 4; ++i) {
+            v.costs.per_stage[i].forward = f[i];
+            v.costs.per_stage[i].full_backward = b[i];
+            v.costs.per_stage[i].activation = a[i];
+            v.costs.per_stage[i].parameters = w[i];
+        }
+        v.memory_limit = 4.5204178442681844;
+        const double optimum = ppsched_test::exhaustive_optimum(v);
+        CHECK(ppsched::lower_bound(v).value <= optimum * (1 + 1e-9));
+    }
     // A budget too small to finish says so.
     ppsched::tune_problem wide = prob;
     wide.ranks = 4;

@@ -223,8 +223,10 @@ struct ramp_scratch {
         const double idle = t - slack - done; // the rank is idle at least this long before t
         best = std::max(best, work + idle + least_tail);
         // More work than can be done before t precedes the last forward, so it starts after t,
-        // and after this idle time too.
-        if (early_work > done) best = std::max(best, early_work + idle + end.reach);
+        // and after this idle time too. "More" by more than rounding: where the two are equal
+        // (the last forward may then start before t) a sum in another order must not decide.
+        if (early_work > done + 1e-9 * std::max(1.0, work))
+            best = std::max(best, early_work + idle + end.reach);
     }
     return best;
 }
