@@ -196,10 +196,10 @@ TEST_CASE("lower_bound: no part exceeds the optimum of tiny memory-limited probl
             if (b.memory_ramp > std::max(b.one_machine, b.memory)) ++ramp_binding;
             // The rank relaxation of every rank: at most the optimum, exactly it with one rank
             // (there the relaxation is the problem), and a cap it cannot beat comes back.
-            const ppsched::detail::tune::model rm = ppsched::detail::tune::make_model(prob);
+            const ppsched::detail::tune::model m = ppsched::detail::tune::make_model(prob);
             double relaxed = 0;
             for (int r = 0; r < sh.p; ++r) {
-                ppsched::detail::tune::rank_relaxation rel(rm, r);
+                ppsched::detail::tune::rank_relaxation rel(m, r);
                 const auto x = rel.solve(std::numeric_limits<double>::infinity(), 10'000'000);
                 REQUIRE(x.complete);
                 CHECK(x.value <= optimum * (1 + 1e-9));
@@ -212,7 +212,6 @@ TEST_CASE("lower_bound: no part exceeds the optimum of tiny memory-limited probl
             if (relaxed > b.value * (1 + 1e-9)) ++relaxation_binding;
             // The exact phase bounds every node by the same parts (the ramp from the node's
             // state): from nothing it must still reach the optimum and prove it.
-            const ppsched::detail::tune::model m = ppsched::detail::tune::make_model(prob);
             ppsched::detail::tune::exact_search exact(m);
             const auto found = exact.run(std::numeric_limits<double>::infinity(),
                                          ppsched::detail::tune::exact_limits{});

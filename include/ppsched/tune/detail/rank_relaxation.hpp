@@ -70,9 +70,6 @@ class rank_relaxation {
         return {best_, !out_of_nodes_, nodes_};
     }
 
-    /// The rank's compute actions.
-    [[nodiscard]] std::size_t size() const noexcept { return dur_.size(); }
-
   private:
     struct lag_from {
         int action; ///< local index of the earlier action
