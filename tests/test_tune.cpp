@@ -18,6 +18,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,9 @@ void check_result(const tune_problem& p, const tune_result& r) {
         if (p.memory_limit && peak > *p.memory_limit) continue;
         INFO("built-in " << e.pytorch_name);
         CHECK(r.makespan <= b.makespan);
+        // The bound holds for every valid order, a built-in's too (one that runs B included).
+        CHECK(r.bound.value <= b.makespan * (1 + 1e-12));
+        CHECK(ppsched::lower_bound(p).value <= b.makespan * (1 + 1e-12));
     }
 }
 
@@ -153,7 +157,50 @@ TEST_CASE("tune: with room for one microbatch only, the bound is the sequential 
     check_result(p, r);
 }
 
-namespace {} // namespace
+TEST_CASE("tune: with a split backward and B cheaper than I + W, the bound holds for B orders",
+          "[tune]") {
+    // GPipe and 1F1B run B, timed with its own cost, while the split model runs I then W. With
+    // F = I = W = 1 and B = 1.2 on 2 ranks and 4 microbatches GPipe takes (m + p - 1)(F + B)
+    // = 11: a bound of the split model alone (13) would exceed it.
+    for (const double b : {0.5, 1.2, 1.9, 2.0, 2.5}) {
+        for (const auto placement : {stage_placement::loop, stage_placement::v}) {
+            for (const std::optional<double> limit : {std::optional<double>{}, {3.0}}) {
+                tune_problem p;
+                p.ranks = 2;
+                p.microbatches = 4;
+                p.placement = placement;
+                p.stages_per_rank = placement == stage_placement::v ? 2 : 1;
+                p.costs.uniform.forward = 1;
+                p.costs.uniform.backward_input = 1;
+                p.costs.uniform.backward_weight = 1;
+                p.costs.uniform.full_backward = b;
+                p.memory_limit = limit;
+                INFO("B = " << b << (placement == stage_placement::v ? " v" : " loop") << " limit "
+                            << limit.value_or(0));
+                const tune_result r = ppsched::tune(p, quick(2000));
+                check_result(p, r); // the bound against every built-in, GPipe's B included
+                // With B >= I + W the split model covers every order: the bound is the one of
+                // a problem that does not give B at all.
+                tune_problem no_b = p;
+                no_b.costs.uniform.full_backward.reset();
+                if (b >= 2.0)
+                    CHECK(ppsched::lower_bound(p).value == ppsched::lower_bound(no_b).value);
+                else
+                    CHECK(ppsched::lower_bound(p).value < ppsched::lower_bound(no_b).value);
+            }
+        }
+    }
+    tune_problem p;
+    p.ranks = 2;
+    p.microbatches = 4;
+    p.costs.uniform.forward = 1;
+    p.costs.uniform.backward_input = 1;
+    p.costs.uniform.backward_weight = 1;
+    p.costs.uniform.full_backward = 1.2;
+    const tune_result r = ppsched::tune(p, quick(2000));
+    CHECK(r.makespan <= 11 + 1e-9);
+    CHECK(r.bound.value <= 11 + 1e-9);
+}
 
 TEST_CASE("tune: on tiny problems it finds the optimum that trying every order finds",
           "[tune][exhaustive]") {

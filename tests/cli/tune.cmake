@@ -27,6 +27,11 @@ ppsched_cli_json_test(tune_memory_ramp
   "abs(d['bound']['memory_ramp'] - 56) < 1e-6 and d['bound']['memory_ramp_rank'] == 0 and d['bound']['one_machine'] < 52 and d['lower_bound'] >= 56 - 1e-6 and d['makespan'] >= d['lower_bound']"
   tune --ranks 4 --microbatches 8 --stages-per-rank 2 --memory-limit 5.5 --max-evaluations 2000
   --exact-nodes 0 --beam-width 0 --quiet --format json)
+# A split backward whose B (1.2) is cheaper than I + W (2): GPipe runs B and takes
+# (m + p - 1)(F + B) = 11; the bound must hold for it too.
+ppsched_cli_json_test(tune_cheap_b_bound
+  "abs(d['makespan'] - 11) < 1e-9 and d['lower_bound'] <= 11 and all(d['lower_bound'] <= c['makespan'] for c in d['candidates'] if c['fits'])"
+  tune --ranks 2 --microbatches 4 --f 1 --i 1 --w 1 --b 1.2 --quiet --format json)
 # The exact phase: on 4 ranks x 2 stages with W = I / 2 the critical-path search stops at the
 # best built-in's makespan; the branch and bound finds a faster order and proves it optimal.
 ppsched_cli_json_test(tune_exact_phase

@@ -460,10 +460,12 @@ struct chains {
 } // namespace detail::tune
 
 /// A lower bound on the makespan of every valid order of `p`, with its parts and the least
-/// memory any order needs per rank. Throws `config_error` for a malformed problem (as `tune`
-/// does). Complexity: O(n log n) in the number of compute actions.
+/// memory any order needs per rank; with a split backward it also holds for orders that run
+/// some backwards as `B` (see `detail::tune::bound_model`). Throws `config_error` for a
+/// malformed problem (as `tune` does). Complexity: O(n log n) in the number of compute actions.
 [[nodiscard]] inline makespan_bound lower_bound(const tune_problem& p) {
-    return detail::tune::bound(detail::tune::make_model(p));
+    bool relaxed = false;
+    return detail::tune::bound(detail::tune::bound_model(detail::tune::make_model(p), p, relaxed));
 }
 
 } // namespace ppsched

@@ -209,9 +209,13 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     using clock = std::chrono::steady_clock;
     const auto started = clock::now();
     const model m = make_model(problem);
+    // The bounds (and the exact phase and the rank relaxation, which prove bounds) work on `bm`:
+    // `m` itself unless a built-in's B can be cheaper than the split model's I + W.
+    bool relaxed_backward = false;
+    const model bm = bound_model(m, problem, relaxed_backward);
     const config cfg = problem.cfg();
     tune_result result;
-    result.bound = bound(m);
+    result.bound = bound(bm);
     const double limit = problem.memory_limit.value_or(std::numeric_limits<double>::infinity());
     const double target = result.bound.value * (1 + 1e-9);
 
@@ -385,7 +389,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         std::max<std::uint64_t>(1000, 50'000'000 / std::max<std::size_t>(n, 1)));
     bool proven = false, exact_cut = false;
     if (best.makespan > target && exact_nodes > 0 && !spend.spent(ev)) {
-        exact_search exact(m);
+        exact_search exact(bm);
         exact_limits limits;
         limits.max_nodes = exact_nodes;
         limits.deadline = spend.deadline;
@@ -399,7 +403,9 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
                 spend.improved(best.makespan, found.found_at);
             }
         }
-        proven = found.complete;
+        // On a relaxed model an order it finds is timed again on the real one (above) and may
+        // be slower there: then only `found.lower`, its optimum, is proven.
+        proven = found.complete && !(relaxed_backward && found.improved);
         exact_cut = !found.complete;
         result.bound.search = found.lower;
         if (std::chrono::steady_clock::now() >= spend.deadline) spend.out_of_time = true;
@@ -422,7 +428,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
             if (relaxed[static_cast<std::size_t>(r)] || m.rank_actions(r) > 256) continue;
             relaxed[static_cast<std::size_t>(r)] = 1;
             if (result.bound.rank_relaxation >= best.makespan || left < 2) break;
-            rank_relaxation relaxation(m, r);
+            rank_relaxation relaxation(bm, r);
             rank_relaxation_result found =
                 relaxation.solve(best.makespan, left / 2, spend.deadline);
             left -= std::min(left, found.nodes);

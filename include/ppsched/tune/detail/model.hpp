@@ -4,6 +4,7 @@
 /// durations, activation and message times, and a dense numbering of the problem's compute
 /// actions ("nodes"). Also the checks every entry point of the tune wing runs first.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -182,6 +183,29 @@ struct model {
         }
     }
     return m;
+}
+
+/// The model the bounds are proven on. With a split backward a built-in order may still run a
+/// stage's backward as one `B`, timed with the cost model's `B`; where that is cheaper than
+/// `I + W`, such an order is outside the split model. Here each stage's `I` becomes
+/// `I' = min(I, B)` and its `W` becomes `W' = min(W, B - I')`. Every order of the problem,
+/// whichever way it runs each backward, is then an order of this model with no longer
+/// durations: an `I` and a `W` as they are, a `B` as `I'` then at once `W'` (which end, send
+/// and free no later than the `B`). So a bound proven on it holds for every order. It is `m`
+/// itself (and `relaxed` false) when the backward is fused or `B >= I + W` on every stage.
+[[nodiscard]] inline model bound_model(const model& m, const tune_problem& p, bool& relaxed) {
+    model out = m;
+    relaxed = false;
+    if (!m.split) return out;
+    for (int s = 0; s < m.stages; ++s) {
+        const resolved_stage_costs c = p.costs.at(s);
+        if (c.full_backward >= c.backward_input + c.backward_weight) continue;
+        double* dur = out.stage[static_cast<std::size_t>(s)].dur;
+        dur[kind_backward] = std::min(c.backward_input, c.full_backward);
+        dur[kind_weight] = std::min(c.backward_weight, c.full_backward - dur[kind_backward]);
+        relaxed = true;
+    }
+    return out;
 }
 
 } // namespace ppsched::detail::tune
