@@ -202,6 +202,36 @@ TEST_CASE("tune: with a split backward and B cheaper than I + W, the bound holds
     CHECK(r.bound.value <= 11 + 1e-9);
 }
 
+TEST_CASE("tune: with B cheaper than I + W it also searches orders that run B", "[tune]") {
+    // 2 ranks, room for one activation (only the cost-planned ZB fits, at 20). Rank 0 holds a
+    // microbatch from its F to its last backward, so with I and W a microbatch takes F + F + I + I
+    // + W = 5 on rank 0 (20 for 4), and with B only F + F + B + B = 4.4: one microbatch after
+    // another, 17.6.
+    tune_problem p;
+    p.ranks = 2;
+    p.microbatches = 4;
+    p.memory_limit = 1;
+    p.costs.uniform.forward = 1;
+    p.costs.uniform.backward_input = 1;
+    p.costs.uniform.backward_weight = 1;
+    p.costs.uniform.full_backward = 1.2;
+    const tune_result r = ppsched::tune(p, quick(5000));
+    check_result(p, r);
+    CHECK(r.makespan <= 17.6 + 1e-9);
+    CHECK(r.makespan < r.best_builtin_makespan);
+    CHECK(r.start.find("(fused)") != std::string::npos);
+    bool runs_b = false;
+    for (std::size_t rank = 0; rank < r.best.num_ranks(); ++rank)
+        for (const auto& s : r.best[rank])
+            runs_b = runs_b || (s && s->kind() == ppsched::action_kind::full_backward);
+    CHECK(runs_b);
+    // Without B given (so B = I + W) the split orders are the best: the bound is 20.
+    p.costs.uniform.full_backward.reset();
+    const tune_result split = ppsched::tune(p, quick(5000));
+    CHECK(split.makespan == 20);
+    CHECK(split.bound.value == 20);
+}
+
 TEST_CASE("tune: on tiny problems it finds the optimum that trying every order finds",
           "[tune][exhaustive]") {
     struct tiny {

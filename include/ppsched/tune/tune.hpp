@@ -21,7 +21,10 @@
 /// 4. Rank relaxation (tune/detail/rank_relaxation.hpp), where a gap is left: each rank alone,
 ///    its sequence and memory exact and the other ranks as delays, solved exactly within the
 ///    exact phase's node budget; it raises the bound (`makespan_bound::rank_relaxation`).
-/// 5. It stops when the makespan reaches the lower bound (tune/lower_bound.hpp: the order is
+/// 5. With the split backward, where a stage's B is cheaper than its I + W, the same search on
+///    the fused problem (orders of F and B) with what is left of the budget; the bounds of 3-5
+///    are proven on `bound_model`, which covers orders of both kinds.
+/// 6. It stops when the makespan reaches the lower bound (tune/lower_bound.hpp: the order is
 ///    then optimal), when the exact phase finishes or runs out of nodes, or at the time or
 ///    evaluation limit.
 ///
@@ -492,6 +495,51 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     clamp_rounding(result.bound.memory_ramp);
     clamp_rounding(result.bound.rank_relaxation);
     result.evaluations = ev.count();
+    result.elapsed = std::chrono::duration<double>(clock::now() - started).count();
+    result.time_to_best = std::min(spend.best_at, result.elapsed);
+
+    // 6. Where a stage's B is cheaper than its I + W, orders that run B are searched too (the
+    // same search on the fused problem, with what is left of the budget): under a tight memory
+    // limit no built-in may fit, and a fused order can beat every split one. The bound stays
+    // the relaxed model's, which covers both.
+    if (relaxed_backward && result.makespan > result.bound.value * (1 + 1e-9) &&
+        !spend.out_of_time && !spend.out_of_evaluations) {
+        tune_problem fused = problem;
+        fused.backward = backward_mode::fused;
+        tune_options fo = options;
+        fo.time_limit = options.time_limit - result.elapsed;
+        fo.max_evaluations = options.max_evaluations == 0 ? 0
+                             : options.max_evaluations > result.evaluations
+                                 ? options.max_evaluations - result.evaluations
+                                 : 0;
+        if (options.progress) {
+            // The fused search's own bound holds for fused orders only: report the real one,
+            // and the time and evaluations of both searches.
+            fo.progress = [&, before = result](const tune_progress& pr) {
+                options.progress({before.elapsed + pr.elapsed, before.evaluations + pr.evaluations,
+                                  std::min(before.makespan, pr.best), before.bound.value});
+            };
+        }
+        if (fo.time_limit > 0 && (options.max_evaluations == 0 || fo.max_evaluations > 0)) {
+            const tune_result fr = tune(fused, fo);
+            result.evaluations += fr.evaluations;
+            result.exact_nodes += fr.exact_nodes;
+            result.beam_nodes += fr.beam_nodes;
+            spend.out_of_time = fr.stopped == tune_stop::time_limit;
+            spend.out_of_evaluations = fr.stopped == tune_stop::evaluation_limit;
+            if (fr.makespan < result.makespan) {
+                result.best = fr.best;
+                result.makespan = fr.makespan;
+                result.peak_memory = fr.peak_memory;
+                result.start = fr.start + " (fused)";
+                result.start_makespan = fr.start_makespan;
+                result.time_to_best = result.elapsed + fr.time_to_best;
+                clamp_rounding(result.bound.value);
+            }
+            result.elapsed = std::chrono::duration<double>(clock::now() - started).count();
+        }
+    }
+
     const double b = result.bound.value;
     result.gap = b > 0 ? (result.makespan - b) / b : 0;
     if (result.makespan <= b * (1 + 1e-9)) {
@@ -506,8 +554,6 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     } else {
         result.stopped = tune_stop::converged;
     }
-    result.elapsed = std::chrono::duration<double>(clock::now() - started).count();
-    result.time_to_best = std::min(spend.best_at, result.elapsed);
     return result;
 }
 
