@@ -202,6 +202,24 @@ TEST_CASE("tune: with a split backward and B cheaper than I + W, the bound holds
     CHECK(r.bound.value <= 11 + 1e-9);
 }
 
+TEST_CASE("tune: a W given as B - I does not make B cheaper by rounding", "[tune]") {
+    // 0.6 + (1.7 - 0.6) is 1.7000000000000002 in doubles, one ulp above B.
+    tune_problem p;
+    p.ranks = 2;
+    p.microbatches = 4;
+    p.costs.uniform.forward = 1;
+    p.costs.uniform.backward_input = 0.6;
+    p.costs.uniform.full_backward = 1.7;
+    const auto c = p.costs.at(0);
+    REQUIRE(c.backward_input + c.backward_weight > c.full_backward);
+    bool relaxed = true;
+    (void)dt::bound_model(dt::make_model(p), p, relaxed);
+    CHECK_FALSE(relaxed);
+    const tune_result r = ppsched::tune(p, quick(2000));
+    CHECK(r.start.find("(fused)") == std::string::npos);
+    CHECK(r.gap == 0);
+}
+
 TEST_CASE("tune: with B cheaper than I + W it also searches orders that run B", "[tune]") {
     // 2 ranks, room for one activation (only the cost-planned ZB fits, at 20). Rank 0 holds a
     // microbatch from its F to its last backward, so with I and W a microbatch takes F + F + I + I
