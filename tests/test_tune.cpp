@@ -218,6 +218,43 @@ TEST_CASE("tune: a W given as B - I does not make B cheaper by rounding", "[tune
     const tune_result r = ppsched::tune(p, quick(2000));
     CHECK(r.start.find("(fused)") == std::string::npos);
     CHECK(r.gap == 0);
+    // B cheaper than I + W by less than that tolerance: the bound still takes it, so it stays
+    // at or below GPipe's B (checked against every built-in, to 1e-12).
+    tune_problem q;
+    q.ranks = 1;
+    q.microbatches = 1;
+    q.costs.uniform.forward = 1;
+    q.costs.uniform.backward_input = 1;
+    q.costs.uniform.backward_weight = 1;
+    q.costs.uniform.full_backward = 2 * (1 - 5e-10);
+    check_result(q, ppsched::tune(q, quick(200)));
+}
+
+TEST_CASE("tune: where rounding leaves no split order within the limit, orders of B answer",
+          "[tune]") {
+    // Room for exactly one microbatch on both stages of a rank (2 x 1.3); I frees half of an
+    // activation and W the rest, which in doubles leaves a residue above the limit, while a B
+    // frees each activation whole.
+    tune_problem p;
+    p.ranks = 2;
+    p.microbatches = 2;
+    p.stages_per_rank = 2;
+    p.placement = stage_placement::v;
+    p.costs.input_grad_frees = 0.5;
+    p.costs.p2p_latency = 0.3;
+    p.costs.uniform.forward = 0.8;
+    p.costs.uniform.backward_input = 0.2;
+    p.costs.uniform.backward_weight = 0;
+    p.costs.uniform.full_backward = 0.2;
+    p.costs.uniform.activation = 1.3;
+    p.memory_limit = 2.6;
+    const tune_result r = ppsched::tune(p, quick(2000));
+    check_result(p, r);
+    CHECK(r.start.find("(fused)") != std::string::npos);
+    // Fused as asked, the same problem has the same answer.
+    tune_problem f = p;
+    f.backward = backward_mode::fused;
+    CHECK(ppsched::tune(f, quick(2000)).makespan == r.makespan);
 }
 
 TEST_CASE("tune: with B cheaper than I + W it also searches orders that run B", "[tune]") {
@@ -243,6 +280,26 @@ TEST_CASE("tune: with B cheaper than I + W it also searches orders that run B", 
         for (const auto& s : r.best[rank])
             runs_b = runs_b || (s && s->kind() == ppsched::action_kind::full_backward);
     CHECK(runs_b);
+    // The search of orders of B keeps to what is left of the budgets.
+    tune_options small = quick(300);
+    small.exact_nodes = 10;
+    const tune_result capped = ppsched::tune(p, small);
+    check_result(p, capped);
+    CHECK(capped.evaluations <= 300);
+    CHECK(capped.exact_nodes <= 10);
+    // The split search leaves the orders of B half of the evaluations: on 4 ranks and 32
+    // microbatches with room for two activations, they do as well as a search of the fused
+    // problem alone with that half (before, the split search spent all and returned 161).
+    tune_problem big = p;
+    big.ranks = 4;
+    big.microbatches = 32;
+    big.memory_limit = 2;
+    const tune_result shared = ppsched::tune(big, quick(2000));
+    check_result(big, shared);
+    tune_problem big_fused = big;
+    big_fused.backward = backward_mode::fused;
+    CHECK(shared.makespan <= ppsched::tune(big_fused, quick(1000)).makespan);
+    CHECK(shared.start.find("(fused)") != std::string::npos);
     // Without B given (so B = I + W) the split orders are the best: the bound is 20.
     p.costs.uniform.full_backward.reset();
     const tune_result split = ppsched::tune(p, quick(5000));
@@ -461,7 +518,8 @@ TEST_CASE("tune: impossible or malformed problems are clear errors", "[tune]") {
     p.microbatches = 0;
     CHECK_THROWS_AS(ppsched::tune(p), config_error);
     // A limit at the least any order needs where the frees' rounding leaves a residue above it
-    // (I frees half): no order fits, a config_error that says so (was a logic_error).
+    // (I frees half): no order of I and W fits. Orders of B free each activation whole, and
+    // here one fits (found by a random search of activations).
     tune_problem tight;
     tight.ranks = 1;
     tight.microbatches = 2;
@@ -471,6 +529,19 @@ TEST_CASE("tune: impossible or malformed problems are clear errors", "[tune]") {
     tight.costs.per_stage[0].activation = 2.8998924028047885;
     tight.costs.per_stage[1].activation = 1.364869413219545;
     tight.memory_limit = 2.8998924028047885 + 1.364869413219545;
+    const tune_result by_b = ppsched::tune(tight);
+    check_result(tight, by_b);
+    CHECK(by_b.start.find("(fused)") != std::string::npos);
+    // Three stages where the fused problem's sums of activations round above the limit: no
+    // order of B fits, a config_error that says so (was a logic_error). The split problem's
+    // partial frees round the other way there, and it answers.
+    tight.stages_per_rank = 3;
+    tight.costs.per_stage.resize(3);
+    const double a[3] = {2.2255111063563922, 1.5768770957938105, 0.59315827776622199};
+    for (std::size_t i = 0; i < 3; ++i) tight.costs.per_stage[i].activation = a[i];
+    tight.memory_limit = a[0] + a[1] + a[2];
+    check_result(tight, ppsched::tune(tight));
+    tight.backward = backward_mode::fused;
     CHECK_THROWS_AS(ppsched::tune(tight), config_error);
     CHECK_THROWS_WITH(ppsched::tune(tight), Catch::Contains("no order fits the memory limit"));
 }

@@ -70,7 +70,9 @@ struct tune_progress {
     double elapsed = 0;            ///< seconds since the search started
     std::uint64_t evaluations = 0; ///< orders simulated so far
     double best = 0;               ///< the best makespan so far
-    double lower_bound = 0;        ///< the proven lower bound (constant during a search)
+    /// The proven lower bound: constant during a search, it may rise once when `tune` goes on
+    /// to orders that run B (a split backward whose B is cheaper than I + W).
+    double lower_bound = 0;
 };
 
 /// How long `tune` may search, and how it reports.
@@ -154,7 +156,9 @@ struct makespan_bound {
     double rank_relaxation = 0;
     int rank_relaxation_rank = 0; ///< the rank it comes from
     /// What the exact phase proved: the optimum when it finished (`exact_complete`), else its
-    /// root bound (heads delayed until enough memory is freed); 0 when it did not run.
+    /// root bound (heads delayed until enough memory is freed); 0 when it did not run. With a
+    /// split backward whose B is cheaper than I + W it searches the model of
+    /// `detail::tune::bound_model`: finished, it gives that model's optimum, a bound only.
     double search = 0;
     bool exact_complete = false; ///< the exact phase finished: `value` is the optimum
     /// The least peak memory any valid order needs, per rank (parameters plus one

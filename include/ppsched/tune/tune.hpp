@@ -21,10 +21,12 @@
 /// 4. Rank relaxation (tune/detail/rank_relaxation.hpp), where a gap is left: each rank alone,
 ///    its sequence and memory exact and the other ranks as delays, solved exactly within the
 ///    exact phase's node budget; it raises the bound (`makespan_bound::rank_relaxation`).
-/// 5. With the split backward, where a stage's B is cheaper than its I + W, the same search on
-///    the fused problem (orders of F and B) with what is left of the budget; the bounds of 3-5
-///    are proven on `bound_model`, which covers orders of both kinds.
-/// 6. It stops when the makespan reaches the lower bound (tune/lower_bound.hpp: the order is
+/// 5. The answer is simulated and validated again.
+/// 6. With the split backward, where a stage's B is cheaper than its I + W, the same search on
+///    the fused problem (orders of F and B) with what is left of the budget; the bounds of 3-4
+///    are proven on `bound_model`, which covers orders of both kinds. Orders that run some
+///    backwards as B and others as I and W are not searched.
+/// 7. It stops when the makespan reaches the lower bound (tune/lower_bound.hpp: the order is
 ///    then optimal), when the exact phase finishes or runs out of nodes, or at the time or
 ///    evaluation limit.
 ///
@@ -224,10 +226,15 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
 
     evaluator ev(m);
     budget spend;
-    const double seconds = options.time_limit > 0 ? options.time_limit : 0;
+    // Where orders of B are searched after this search (step 6), it leaves them half of the
+    // time and of the evaluations.
+    const double share = relaxed_backward ? 0.5 : 1.0;
+    const double seconds = options.time_limit > 0 ? options.time_limit * share : 0;
     spend.deadline = started + std::chrono::duration_cast<clock::duration>(
                                    std::chrono::duration<double>(std::min(seconds, 1e7)));
-    spend.max_evaluations = options.max_evaluations;
+    spend.max_evaluations = relaxed_backward && options.max_evaluations > 0
+                                ? std::max<std::uint64_t>(1, options.max_evaluations / 2)
+                                : options.max_evaluations;
     spend.target = target;
     spend.progress = options.progress;
     spend.started = started;
@@ -309,7 +316,23 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         return better(a.eval, b.eval);
     });
     // The sequential order needs exactly the least memory, so this happens only when the limit
-    // equals that least and the frees' rounding leaves a residue above it.
+    // equals that least and the frees' rounding leaves a residue above it. A B frees the whole
+    // activation at once: orders of B may still fit (and the bound covers them).
+    if (starts.empty() && m.split) {
+        tune_problem fused = problem;
+        fused.backward = backward_mode::fused;
+        tune_result fr = tune(fused, options);
+        fr.bound = result.bound;
+        fr.candidates = std::move(result.candidates);
+        fr.best_builtin = result.best_builtin;
+        fr.best_builtin_makespan = result.best_builtin_makespan;
+        fr.start += " (fused)";
+        const double b = fr.bound.value;
+        fr.gap = fr.makespan <= b * (1 + 1e-9) ? 0 : (fr.makespan - b) / b;
+        if (fr.gap > 0 && fr.stopped == tune_stop::optimal) fr.stopped = tune_stop::converged;
+        if (fr.gap == 0) fr.stopped = tune_stop::optimal;
+        return fr;
+    }
     PPSCHED_EXPECTS(!starts.empty(), "ppsched::tune: no order fits the memory limit ",
                     problem.memory_limit.value_or(0),
                     ": it is at (or within rounding of) the least any order needs; summed in "
@@ -502,12 +525,12 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     // same search on the fused problem, with what is left of the budget): under a tight memory
     // limit no built-in may fit, and a fused order can beat every split one. The bound stays
     // the relaxed model's, which covers both.
-    if (relaxed_backward && result.makespan > result.bound.value * (1 + 1e-9) &&
-        !spend.out_of_time && !spend.out_of_evaluations) {
+    if (relaxed_backward && result.makespan > result.bound.value * (1 + 1e-9)) {
         tune_problem fused = problem;
         fused.backward = backward_mode::fused;
         tune_options fo = options;
         fo.time_limit = options.time_limit - result.elapsed;
+        fo.exact_nodes = exact_nodes - std::min(exact_nodes, result.exact_nodes);
         fo.max_evaluations = options.max_evaluations == 0 ? 0
                              : options.max_evaluations > result.evaluations
                                  ? options.max_evaluations - result.evaluations
@@ -525,8 +548,9 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
             result.evaluations += fr.evaluations;
             result.exact_nodes += fr.exact_nodes;
             result.beam_nodes += fr.beam_nodes;
-            spend.out_of_time = fr.stopped == tune_stop::time_limit;
-            spend.out_of_evaluations = fr.stopped == tune_stop::evaluation_limit;
+            spend.out_of_time = spend.out_of_time || fr.stopped == tune_stop::time_limit;
+            spend.out_of_evaluations =
+                spend.out_of_evaluations || fr.stopped == tune_stop::evaluation_limit;
             if (fr.makespan < result.makespan) {
                 result.best = fr.best;
                 result.makespan = fr.makespan;

@@ -192,20 +192,21 @@ struct model {
 /// whichever way it runs each backward, is then an order of this model with no longer
 /// durations: an `I` and a `W` as they are, a `B` as `I'` then at once `W'` (which end, send
 /// and free no later than the `B`). So a bound proven on it holds for every order. It is `m`
-/// itself (and `relaxed` false) when the backward is fused or `B >= I + W` on every stage
-/// (up to a relative 1e-9).
+/// itself when the backward is fused or `B >= I + W` on every stage; `relaxed` says whether
+/// some stage's `B` is cheaper by more than a relative 1e-9.
 [[nodiscard]] inline model bound_model(const model& m, const tune_problem& p, bool& relaxed) {
     model out = m;
     relaxed = false;
     if (!m.split) return out;
     for (int s = 0; s < m.stages; ++s) {
         const resolved_stage_costs c = p.costs.at(s);
-        // Up to rounding: a W given as B - I must not count as a cheaper B.
-        if (c.full_backward >= (c.backward_input + c.backward_weight) * (1 - 1e-9)) continue;
+        if (c.full_backward >= c.backward_input + c.backward_weight) continue;
         double* dur = out.stage[static_cast<std::size_t>(s)].dur;
         dur[kind_backward] = std::min(c.backward_input, c.full_backward);
         dur[kind_weight] = std::min(c.backward_weight, c.full_backward - dur[kind_backward]);
-        relaxed = true;
+        // Up to rounding (a W given as B - I can sum one ulp above B) the durations change,
+        // but orders of B are not worth a search of their own.
+        if (c.full_backward < (c.backward_input + c.backward_weight) * (1 - 1e-9)) relaxed = true;
     }
     return out;
 }
