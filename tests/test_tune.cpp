@@ -259,9 +259,11 @@ TEST_CASE("tune: where rounding leaves no split order within the limit, orders o
 
 TEST_CASE("tune: with B cheaper than I + W it also searches orders that run B", "[tune]") {
     // 2 ranks, room for one activation (only the cost-planned ZB fits, at 20). Rank 0 holds a
-    // microbatch from its F to its last backward, so with I and W a microbatch takes F + F + I + I
-    // + W = 5 on rank 0 (20 for 4), and with B only F + F + B + B = 4.4: one microbatch after
-    // another, 17.6.
+    // microbatch from its F to its last backward: with I and W a microbatch takes F + F + I + I
+    // + W = 5 on rank 0 (20 for 4), with B only F + F + B + B = 4.4 (17.6), and with B on
+    // stage 0 and I, W on stage 1 F + F + I + B = 4.2, rank 1's W running during rank 0's B:
+    // 16.8. The bound is 16.8 too (rank 0 holds each microbatch at least F + F + I + I' + W'
+    // with I' + W' = B), so that mix is optimal.
     tune_problem p;
     p.ranks = 2;
     p.microbatches = 4;
@@ -272,9 +274,15 @@ TEST_CASE("tune: with B cheaper than I + W it also searches orders that run B", 
     p.costs.uniform.full_backward = 1.2;
     const tune_result r = ppsched::tune(p, quick(5000));
     check_result(p, r);
-    CHECK(r.makespan <= 17.6 + 1e-9);
+    CHECK(r.makespan == Approx(16.8).epsilon(1e-12));
+    CHECK(r.bound.value == Approx(16.8).epsilon(1e-12));
+    CHECK(r.gap == 0);
     CHECK(r.makespan < r.best_builtin_makespan);
-    CHECK(r.start.find("(fused)") != std::string::npos);
+    CHECK(r.start.find("(mixed)") != std::string::npos);
+    // Orders of B alone reach 17.6.
+    tune_problem fused = p;
+    fused.backward = backward_mode::fused;
+    CHECK(ppsched::tune(fused, quick(5000)).makespan == Approx(17.6).epsilon(1e-12));
     bool runs_b = false;
     for (std::size_t rank = 0; rank < r.best.num_ranks(); ++rank)
         for (const auto& s : r.best[rank])
@@ -287,9 +295,10 @@ TEST_CASE("tune: with B cheaper than I + W it also searches orders that run B", 
     check_result(p, capped);
     CHECK(capped.evaluations <= 300);
     CHECK(capped.exact_nodes <= 10);
-    // The split search leaves the orders of B half of the evaluations: on 4 ranks and 32
-    // microbatches with room for two activations, they do as well as a search of the fused
-    // problem alone with that half (before, the split search spent all and returned 161).
+    // The split search leaves the orders of B at least half of the evaluations, shared by four
+    // searches, the fused problem's first (at least 250 of 2000 here): on 4 ranks and 32
+    // microbatches with room for two activations, tune does at least as well as a search of the
+    // fused problem alone with 250 (before, the split search spent all and returned 161).
     tune_problem big = p;
     big.ranks = 4;
     big.microbatches = 32;
@@ -298,8 +307,8 @@ TEST_CASE("tune: with B cheaper than I + W it also searches orders that run B", 
     check_result(big, shared);
     tune_problem big_fused = big;
     big_fused.backward = backward_mode::fused;
-    CHECK(shared.makespan <= ppsched::tune(big_fused, quick(1000)).makespan);
-    CHECK(shared.start.find("(fused)") != std::string::npos);
+    CHECK(shared.makespan <= ppsched::tune(big_fused, quick(250)).makespan);
+    CHECK(shared.start.find(" (") != std::string::npos); // an order of B, or a mix
     // Without B given (so B = I + W) the split orders are the best: the bound is 20.
     p.costs.uniform.full_backward.reset();
     const tune_result split = ppsched::tune(p, quick(5000));

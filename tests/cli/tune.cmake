@@ -32,10 +32,10 @@ ppsched_cli_json_test(tune_memory_ramp
 ppsched_cli_json_test(tune_cheap_b_bound
   "abs(d['makespan'] - 11) < 1e-9 and d['lower_bound'] <= 11 and all(d['lower_bound'] <= c['makespan'] for c in d['candidates'] if c['fits'])"
   tune --ranks 2 --microbatches 4 --f 1 --i 1 --w 1 --b 1.2 --quiet --format json)
-# ... and with room for one activation, orders that run B (F + F + B + B = 4.4 a microbatch,
-# one after another: 17.6) beat every order of I and W (5 a microbatch: 20).
-ppsched_cli_json_test(tune_cheap_b_fused_search
-  "d['makespan'] <= 17.6 + 1e-9 and d['start']['name'].endswith('(fused)') and d['lower_bound'] <= d['makespan']"
+# ... and with room for one activation: orders of I and W take 5 a microbatch on rank 0 (20),
+# orders of B 4.4 (17.6), and B on stage 0 with I and W on stage 1 4.2 (16.8, the bound).
+ppsched_cli_json_test(tune_cheap_b_mixed_search
+  "abs(d['makespan'] - 16.8) < 1e-9 and d['optimal'] and d['start']['name'].endswith('(mixed)')"
   tune --ranks 2 --microbatches 4 --f 1 --i 1 --w 1 --b 1.2 --memory-limit 1 --quiet --format json)
 # The exact phase: on 4 ranks x 2 stages with W = I / 2 the critical-path search stops at the
 # best built-in's makespan; the branch and bound finds a faster order and proves it optimal.

@@ -23,9 +23,9 @@
 ///    exact phase's node budget; it raises the bound (`makespan_bound::rank_relaxation`).
 /// 5. The answer is simulated and validated again.
 /// 6. With the split backward, where a stage's B is cheaper than its I + W, the same search on
-///    the fused problem (orders of F and B) with what is left of the budget; the bounds of 3-4
-///    are proven on `bound_model`, which covers orders of both kinds. Orders that run some
-///    backwards as B and others as I and W are not searched.
+///    the fused problem (orders of F and B) and on three problems where some stages run B (see
+///    `b_stage_choices`), with what is left of the budget; the bounds of 3-4 are proven on
+///    `bound_model`, which covers every mix of B and I + W.
 /// 7. It stops when the makespan reaches the lower bound (tune/lower_bound.hpp: the order is
 ///    then optimal), when the exact phase finishes or runs out of nodes, or at the time or
 ///    evaluation limit.
@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -99,6 +100,83 @@ namespace detail::tune {
         if (out[r].size() != m.rank_actions(static_cast<int>(r))) return false;
     }
     return true;
+}
+
+/// Which stages run B in each search of orders that run B (`tune` step 6), for a split
+/// problem where some stage's B is cheaper than its I + W: first none of them (an empty choice:
+/// the fused problem, B on every stage), then every such stage, those of the first half of the
+/// pipeline and those of the second half (each once, and only when it differs).
+[[nodiscard]] inline std::vector<std::vector<char>> b_stage_choices(const tune_problem& p) {
+    const int stages = p.cfg().num_stages();
+    std::vector<int> cheap;
+    for (int s = 0; s < stages; ++s) {
+        const resolved_stage_costs c = p.costs.at(s);
+        if (c.full_backward < (c.backward_input + c.backward_weight) * (1 - 1e-9))
+            cheap.push_back(s);
+    }
+    std::vector<std::vector<char>> out{{}};
+    auto add = [&](auto keep) {
+        std::vector<char> as_b(static_cast<std::size_t>(stages), 0);
+        bool any = false;
+        for (int s : cheap) {
+            if (!keep(s)) continue;
+            as_b[static_cast<std::size_t>(s)] = 1;
+            any = true;
+        }
+        if (any && std::find(out.begin(), out.end(), as_b) == out.end()) out.push_back(as_b);
+    };
+    add([](int) { return true; });
+    add([&](int s) { return s < stages / 2; });
+    add([&](int s) { return s >= stages / 2; });
+    return out;
+}
+
+/// The costs of a problem whose stages in `as_b` run B: such a stage's I takes its B and its W
+/// nothing (so an I then its W is a B, which frees no later); the other stages' B is their
+/// I + W (they run I and W, and no stage counts as a cheaper B).
+[[nodiscard]] inline cost_model with_b_stages(const tune_problem& p,
+                                              const std::vector<char>& as_b) {
+    cost_model c = p.costs;
+    c.per_stage.resize(as_b.size());
+    for (std::size_t s = 0; s < as_b.size(); ++s) {
+        const resolved_stage_costs r = p.costs.at(static_cast<int>(s));
+        stage_costs& sc = c.per_stage[s];
+        sc.backward_input = as_b[s] ? r.full_backward : r.backward_input;
+        sc.backward_weight = as_b[s] ? 0.0 : r.backward_weight;
+        sc.full_backward = as_b[s] ? r.full_backward : r.backward_input + r.backward_weight;
+    }
+    return c;
+}
+
+/// An order of the `with_b_stages` problem as an order of the real one: each I of a stage in
+/// `as_b` becomes a B and its W goes. Nothing when an overlapped action holds such a stage's
+/// backward.
+[[nodiscard]] inline std::optional<order> run_as_b(const order& o, const std::vector<char>& as_b) {
+    order out(o.cfg());
+    for (std::size_t r = 0; r < o.num_ranks(); ++r) {
+        for (const slot& sl : o[r]) {
+            if (!sl) continue;
+            std::array<action, 2> parts{};
+            const int n = sl->parts(parts);
+            bool touches = false;
+            for (int i = 0; i < n; ++i) {
+                const action a = parts[static_cast<std::size_t>(i)];
+                touches =
+                    touches || (a.has_microbatch() && as_b[static_cast<std::size_t>(a.stage())] &&
+                                (a.kind() == action_kind::backward_input ||
+                                 a.kind() == action_kind::backward_weight));
+            }
+            if (!touches) {
+                out[r].push_back(sl);
+                continue;
+            }
+            if (n != 1) return std::nullopt;
+            const action a = *sl;
+            if (a.kind() == action_kind::backward_input)
+                out[r].push_back(action::full_backward(a.stage(), a.microbatch()));
+        }
+    }
+    return out;
 }
 
 /// The sequences as an order of `cfg`.
@@ -521,44 +599,79 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     result.elapsed = std::chrono::duration<double>(clock::now() - started).count();
     result.time_to_best = std::min(spend.best_at, result.elapsed);
 
-    // 6. Where a stage's B is cheaper than its I + W, orders that run B are searched too (the
-    // same search on the fused problem, with what is left of the budget): under a tight memory
-    // limit no built-in may fit, and a fused order can beat every split one. The bound stays
-    // the relaxed model's, which covers both.
+    // 6. Where a stage's B is cheaper than its I + W, orders that run B are searched too, each
+    // pass with an equal share of what is left of the budgets: the fused problem (B only), and
+    // problems where some of those stages run B (all of them, those of the first half of the
+    // pipeline, those of the second half) and the others I and W. Under a tight memory limit no
+    // built-in may fit, and such orders can beat every split one. The bound stays the relaxed
+    // model's, which covers every mix.
     if (relaxed_backward && result.makespan > result.bound.value * (1 + 1e-9)) {
-        tune_problem fused = problem;
-        fused.backward = backward_mode::fused;
-        tune_options fo = options;
-        fo.time_limit = options.time_limit - result.elapsed;
-        fo.exact_nodes = exact_nodes - std::min(exact_nodes, result.exact_nodes);
-        fo.max_evaluations = options.max_evaluations == 0 ? 0
-                             : options.max_evaluations > result.evaluations
-                                 ? options.max_evaluations - result.evaluations
-                                 : 0;
-        if (options.progress) {
-            // The fused search's own bound holds for fused orders only: report the real one,
-            // and the time and evaluations of both searches.
-            fo.progress = [&, before = result](const tune_progress& pr) {
-                options.progress({before.elapsed + pr.elapsed, before.evaluations + pr.evaluations,
-                                  std::min(before.makespan, pr.best), before.bound.value});
-            };
-        }
-        if (fo.time_limit > 0 && (options.max_evaluations == 0 || fo.max_evaluations > 0)) {
-            const tune_result fr = tune(fused, fo);
+        const std::vector<std::vector<char>> passes = b_stage_choices(problem);
+        for (std::size_t i = 0; i < passes.size(); ++i) {
+            if (result.makespan <= result.bound.value * (1 + 1e-9)) break;
+            const auto passes_left = static_cast<double>(passes.size() - i);
+            tune_options fo = options;
+            fo.time_limit = (options.time_limit - result.elapsed) / passes_left;
+            const std::uint64_t nodes_left =
+                exact_nodes - std::min(exact_nodes, result.exact_nodes);
+            fo.exact_nodes =
+                static_cast<std::uint64_t>(static_cast<double>(nodes_left) / passes_left);
+            const std::uint64_t evaluations_left =
+                options.max_evaluations > result.evaluations
+                    ? options.max_evaluations - result.evaluations
+                    : 0;
+            fo.max_evaluations = options.max_evaluations == 0
+                                     ? 0
+                                     : static_cast<std::uint64_t>(
+                                           static_cast<double>(evaluations_left) / passes_left);
+            if (!(fo.time_limit > 0) || (options.max_evaluations != 0 && fo.max_evaluations == 0))
+                break;
+            if (options.progress) {
+                // A pass's own bound holds for its kind of order only: report the real one,
+                // and the time and evaluations of every search so far.
+                fo.progress = [&, before = result](const tune_progress& pr) {
+                    options.progress({before.elapsed + pr.elapsed,
+                                      before.evaluations + pr.evaluations,
+                                      std::min(before.makespan, pr.best), before.bound.value});
+                };
+            }
+            const std::vector<char>& as_b = passes[i];
+            tune_problem variant = problem;
+            if (as_b.empty())
+                variant.backward = backward_mode::fused;
+            else
+                variant.costs = with_b_stages(problem, as_b);
+            tune_result fr;
+            try {
+                fr = tune(variant, fo);
+            } catch (const config_error&) {
+                continue; // no order of this kind fits: the others still answer
+            }
             result.evaluations += fr.evaluations;
             result.exact_nodes += fr.exact_nodes;
             result.beam_nodes += fr.beam_nodes;
             spend.out_of_time = spend.out_of_time || fr.stopped == tune_stop::time_limit;
             spend.out_of_evaluations =
                 spend.out_of_evaluations || fr.stopped == tune_stop::evaluation_limit;
-            if (fr.makespan < result.makespan) {
-                result.best = fr.best;
-                result.makespan = fr.makespan;
-                result.peak_memory = fr.peak_memory;
-                result.start = fr.start + " (fused)";
-                result.start_makespan = fr.start_makespan;
-                result.time_to_best = result.elapsed + fr.time_to_best;
-                clamp_rounding(result.bound.value);
+            std::optional<order> found =
+                as_b.empty() ? std::optional<order>(fr.best) : run_as_b(fr.best, as_b);
+            if (found) {
+                const simulation fs =
+                    simulate(*found, problem.costs, simulate_options{.timeline = false});
+                bool fits = fs && validate(*found);
+                for (std::size_t r = 0; fits && r < fs.ranks.size(); ++r)
+                    fits = fs.ranks[r].peak_memory <= limit;
+                if (fits && fs.makespan < result.makespan) {
+                    result.best = std::move(*found);
+                    result.makespan = fs.makespan;
+                    result.peak_memory.clear();
+                    for (const rank_summary& rs : fs.ranks)
+                        result.peak_memory.push_back(rs.peak_memory);
+                    result.start = fr.start + (as_b.empty() ? " (fused)" : " (mixed)");
+                    result.start_makespan = fr.start_makespan;
+                    result.time_to_best = result.elapsed + fr.time_to_best;
+                    clamp_rounding(result.bound.value);
+                }
             }
             result.elapsed = std::chrono::duration<double>(clock::now() - started).count();
         }
