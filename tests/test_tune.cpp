@@ -40,6 +40,18 @@ tune_options quick(std::uint64_t evaluations = 300) {
     return o;
 }
 
+// Uniform costs F = I = W = 1 with the given B (cheaper than I + W below 2).
+tune_problem with_b(int ranks, int microbatches, double b) {
+    tune_problem p;
+    p.ranks = ranks;
+    p.microbatches = microbatches;
+    p.costs.uniform.forward = 1;
+    p.costs.uniform.backward_input = 1;
+    p.costs.uniform.backward_weight = 1;
+    p.costs.uniform.full_backward = b;
+    return p;
+}
+
 // Everything the issue asks of a tuned order, checked with the library's own algorithms.
 void check_result(const tune_problem& p, const tune_result& r) {
     // Valid, and its lowering too.
@@ -165,15 +177,9 @@ TEST_CASE("tune: with a split backward and B cheaper than I + W, the bound holds
     for (const double b : {0.5, 1.2, 1.9, 2.0, 2.5}) {
         for (const auto placement : {stage_placement::loop, stage_placement::v}) {
             for (const std::optional<double> limit : {std::optional<double>{}, {3.0}}) {
-                tune_problem p;
-                p.ranks = 2;
-                p.microbatches = 4;
+                tune_problem p = with_b(2, 4, b);
                 p.placement = placement;
                 p.stages_per_rank = placement == stage_placement::v ? 2 : 1;
-                p.costs.uniform.forward = 1;
-                p.costs.uniform.backward_input = 1;
-                p.costs.uniform.backward_weight = 1;
-                p.costs.uniform.full_backward = b;
                 p.memory_limit = limit;
                 INFO("B = " << b << (placement == stage_placement::v ? " v" : " loop") << " limit "
                             << limit.value_or(0));
@@ -190,13 +196,7 @@ TEST_CASE("tune: with a split backward and B cheaper than I + W, the bound holds
             }
         }
     }
-    tune_problem p;
-    p.ranks = 2;
-    p.microbatches = 4;
-    p.costs.uniform.forward = 1;
-    p.costs.uniform.backward_input = 1;
-    p.costs.uniform.backward_weight = 1;
-    p.costs.uniform.full_backward = 1.2;
+    const tune_problem p = with_b(2, 4, 1.2);
     const tune_result r = ppsched::tune(p, quick(2000));
     CHECK(r.makespan <= 11 + 1e-9);
     CHECK(r.bound.value <= 11 + 1e-9);
@@ -220,13 +220,7 @@ TEST_CASE("tune: a W given as B - I does not make B cheaper by rounding", "[tune
     CHECK(r.gap == 0);
     // B cheaper than I + W by less than that tolerance: the bound still takes it, so it stays
     // at or below GPipe's B (checked against every built-in, to 1e-12).
-    tune_problem q;
-    q.ranks = 1;
-    q.microbatches = 1;
-    q.costs.uniform.forward = 1;
-    q.costs.uniform.backward_input = 1;
-    q.costs.uniform.backward_weight = 1;
-    q.costs.uniform.full_backward = 2 * (1 - 5e-10);
+    const tune_problem q = with_b(1, 1, 2 * (1 - 5e-10));
     check_result(q, ppsched::tune(q, quick(200)));
 }
 
@@ -264,14 +258,8 @@ TEST_CASE("tune: with B cheaper than I + W it also searches orders that run B", 
     // stage 0 and I, W on stage 1 F + F + I + B = 4.2, rank 1's W running during rank 0's B:
     // 16.8. The bound is 16.8 too (rank 0 holds each microbatch at least F + F + I + I' + W'
     // with I' + W' = B), so that mix is optimal.
-    tune_problem p;
-    p.ranks = 2;
-    p.microbatches = 4;
+    tune_problem p = with_b(2, 4, 1.2);
     p.memory_limit = 1;
-    p.costs.uniform.forward = 1;
-    p.costs.uniform.backward_input = 1;
-    p.costs.uniform.backward_weight = 1;
-    p.costs.uniform.full_backward = 1.2;
     const tune_result r = ppsched::tune(p, quick(5000));
     check_result(p, r);
     CHECK(r.makespan == Approx(16.8).epsilon(1e-12));

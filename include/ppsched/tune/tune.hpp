@@ -109,11 +109,8 @@ namespace detail::tune {
 [[nodiscard]] inline std::vector<std::vector<char>> b_stage_choices(const tune_problem& p) {
     const int stages = p.cfg().num_stages();
     std::vector<int> cheap;
-    for (int s = 0; s < stages; ++s) {
-        const resolved_stage_costs c = p.costs.at(s);
-        if (c.full_backward < (c.backward_input + c.backward_weight) * (1 - 1e-9))
-            cheap.push_back(s);
-    }
+    for (int s = 0; s < stages; ++s)
+        if (cheaper_b(p.costs.at(s))) cheap.push_back(s);
     std::vector<std::vector<char>> out{{}};
     auto add = [&](auto keep) {
         std::vector<char> as_b(static_cast<std::size_t>(stages), 0);
@@ -645,7 +642,9 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
             try {
                 fr = tune(variant, fo);
             } catch (const config_error&) {
-                continue; // no order of this kind fits: the others still answer
+                // No order of this kind fits: the others still answer, in the time left.
+                result.elapsed = std::chrono::duration<double>(clock::now() - started).count();
+                continue;
             }
             result.evaluations += fr.evaluations;
             result.exact_nodes += fr.exact_nodes;
@@ -654,7 +653,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
             spend.out_of_evaluations =
                 spend.out_of_evaluations || fr.stopped == tune_stop::evaluation_limit;
             std::optional<order> found =
-                as_b.empty() ? std::optional<order>(fr.best) : run_as_b(fr.best, as_b);
+                as_b.empty() ? std::optional<order>(std::move(fr.best)) : run_as_b(fr.best, as_b);
             if (found) {
                 const simulation fs =
                     simulate(*found, problem.costs, simulate_options{.timeline = false});

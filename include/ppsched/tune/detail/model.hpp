@@ -185,6 +185,12 @@ struct model {
     return m;
 }
 
+/// Whether a stage's `B` is cheaper than its `I + W`, by more than rounding (a `W` given as
+/// `B - I` can sum one ulp above `B`): then orders that run `B` are worth a search of their own.
+[[nodiscard]] inline bool cheaper_b(const resolved_stage_costs& c) noexcept {
+    return c.full_backward < (c.backward_input + c.backward_weight) * (1 - 1e-9);
+}
+
 /// The model the bounds are proven on. With a split backward a built-in order may still run a
 /// stage's backward as one `B`, timed with the cost model's `B`; where that is cheaper than
 /// `I + W`, such an order is outside the split model. Here each stage's `I` becomes
@@ -193,7 +199,7 @@ struct model {
 /// durations: an `I` and a `W` as they are, a `B` as `I'` then at once `W'` (which end, send
 /// and free no later than the `B`). So a bound proven on it holds for every order. It is `m`
 /// itself when the backward is fused or `B >= I + W` on every stage; `relaxed` says whether
-/// some stage's `B` is cheaper by more than a relative 1e-9.
+/// some stage's `B` is `cheaper_b`.
 [[nodiscard]] inline model bound_model(const model& m, const tune_problem& p, bool& relaxed) {
     model out = m;
     relaxed = false;
@@ -204,9 +210,7 @@ struct model {
         double* dur = out.stage[static_cast<std::size_t>(s)].dur;
         dur[kind_backward] = std::min(c.backward_input, c.full_backward);
         dur[kind_weight] = std::min(c.backward_weight, c.full_backward - dur[kind_backward]);
-        // Up to rounding (a W given as B - I can sum one ulp above B) the durations change,
-        // but orders of B are not worth a search of their own.
-        if (c.full_backward < (c.backward_input + c.backward_weight) * (1 - 1e-9)) relaxed = true;
+        relaxed = relaxed || cheaper_b(c);
     }
     return out;
 }
