@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <string>
 #include <unordered_map>
@@ -159,8 +160,8 @@ class exact_search {
             for (std::size_t b = 0; b < beam.size(); ++b) {
                 load(beam[b]);
                 // The parent's heads for `branching_rank` (its bound was below the target when
-                // it joined the beam; were it not now, none of its children would be kept).
-                if (bound() >= target_) continue;
+                // it joined the beam, and the target has not moved since).
+                (void)heads_bound();
                 heads(est);
                 const std::size_t only = branching_rank(est);
                 for (std::size_t q = 0; q < queues_; ++q) {
@@ -230,14 +231,14 @@ class exact_search {
     std::vector<double> hold_;      // per forward queue: least time its activation is held
     std::vector<double> tail_;      // per action (queue * mb + j)
     bool limited_ = false;          // some rank has a memory limit
-    struct job {
-        double head, dur, tail;
+    struct jackson_queue {
+        std::size_t q, first, next;
+        double left;
     };
-    std::vector<job> jobs_;      // one_machine's scratch
-    std::vector<ramp_job> ramp_; // memory_ramp's scratch
+    std::vector<jackson_queue> jackson_; // one_machine's scratch
+    std::vector<ramp_job> ramp_;         // memory_ramp's scratch
     ramp_scratch ramp_scratch_;
     std::vector<double> late_work_; // per rank: most work left when its last forward starts
-    std::vector<std::pair<double, double>> ready_; // one_machine's heap
     // State.
     std::vector<std::size_t> cnt_;
     std::vector<double> end_, free_, held_, head_;
@@ -388,7 +389,12 @@ class exact_search {
     [[nodiscard]] double room(std::size_t r) const { return m_.limit[r] - m_.parameters[r]; }
 
     /// A lower bound on the makespan of every completion of the current node.
-    [[nodiscard]] double bound() {
+    [[nodiscard]] double bound() { return finish_bound(heads_bound()); }
+
+    /// The first part of `bound()`, O(n): every unscheduled action's head (its earliest start
+    /// by its inputs, its rank and memory), and the longest head + duration + tail. At most
+    /// `bound()`; it fills `head_`, which `branching_rank` and the rest of the bound read.
+    [[nodiscard]] double heads_bound() {
         double lb = 0;
         for (double f : free_) lb = std::max(lb, f);
         const bool memory = limited_;
@@ -418,6 +424,13 @@ class exact_search {
                 f.insert(std::upper_bound(f.begin(), f.end(), x), x);
             }
         }
+        return lb;
+    }
+
+    /// The rest of `bound()` from `heads_bound()`'s `lb` (the heads filled): Jackson's bound of
+    /// each rank and, with a memory limit, memory x time and the memory ramp. O(n log n).
+    [[nodiscard]] double finish_bound(double lb) {
+        const bool memory = limited_;
         if (lb >= target_) return lb;
         lb = std::max(lb, one_machine());
         if (memory && lb < target_) lb = std::max(lb, memory_time());
@@ -482,41 +495,58 @@ class exact_search {
     }
 
     /// Jackson's preemptive schedule of each rank's unscheduled actions (heads, durations,
-    /// tails): the optimum of that one-machine relaxation. O(n log n).
+    /// tails): the optimum of that one-machine relaxation. Within a queue, heads never fall and
+    /// tails never rise with the microbatch (`heads_bound`, `build`), so the released and
+    /// unfinished actions of a queue are a run whose first has the largest tail: the schedule
+    /// merges the rank's K queues instead of sorting and keeping a heap. O(n K), K the rank's
+    /// queues (at most 3 per stage).
     [[nodiscard]] double one_machine() {
         double lb = 0;
-        std::vector<job>& jobs = jobs_; // scratch, reused: this runs at every node
-        std::vector<std::pair<double, double>>& ready = ready_; // a heap of (tail, time left)
+        constexpr double never = std::numeric_limits<double>::infinity();
         for (std::size_t r = 0; r < ranks_; ++r) {
-            jobs.clear();
-            for (std::size_t q = 0; q < queues_; ++q) {
-                if (static_cast<std::size_t>(rank_[q]) != r) continue;
-                for (std::size_t j = cnt_[q]; j < mb_; ++j)
-                    jobs.push_back({head_[q * mb_ + j], dur_[q], tail_[q * mb_ + j]});
-            }
-            if (jobs.empty()) continue;
-            std::sort(jobs.begin(), jobs.end(),
-                      [](const job& a, const job& b) { return a.head < b.head; });
-            ready.clear();
-            double t = jobs[0].head;
-            std::size_t i = 0;
-            while (i < jobs.size() || !ready.empty()) {
-                if (ready.empty() && t < jobs[i].head) t = jobs[i].head;
-                while (i < jobs.size() && jobs[i].head <= t) {
-                    ready.emplace_back(jobs[i].tail, jobs[i].dur);
-                    std::push_heap(ready.begin(), ready.end());
-                    ++i;
+            // Per queue of the rank: its first unfinished action, its first unreleased one,
+            // and the time its first still needs.
+            auto& qs = jackson_;
+            qs.clear();
+            for (int s : m_.rank_stages[r])
+                for (int k = 0; k < m_.kinds(); ++k) {
+                    const std::size_t q = queue(k, s);
+                    if (cnt_[q] < mb_) qs.push_back({q, cnt_[q], cnt_[q], dur_[q]});
                 }
-                std::pop_heap(ready.begin(), ready.end());
-                const auto [tail, left] = ready.back();
-                ready.pop_back();
-                const double run = i < jobs.size() ? std::min(left, jobs[i].head - t) : left;
+            if (qs.empty()) continue;
+            double t = never;
+            for (const auto& x : qs) t = std::min(t, head_[x.q * mb_ + x.next]);
+            for (;;) {
+                // Release what has arrived; the next arrival; the largest tail ready.
+                double arrival = never, best_tail = -never;
+                bool pending = false;
+                std::size_t pick = qs.size();
+                for (std::size_t i = 0; i < qs.size(); ++i) {
+                    auto& x = qs[i];
+                    while (x.next < mb_ && head_[x.q * mb_ + x.next] <= t) ++x.next;
+                    if (x.next < mb_) {
+                        pending = true;
+                        arrival = std::min(arrival, head_[x.q * mb_ + x.next]);
+                    }
+                    if (x.first < x.next && tail_[x.q * mb_ + x.first] > best_tail) {
+                        best_tail = tail_[x.q * mb_ + x.first];
+                        pick = i;
+                    }
+                }
+                if (pick == qs.size()) {
+                    if (!pending) break; // all done
+                    t = arrival;         // (an infinite head: the memory never lets it run)
+                    continue;
+                }
+                auto& x = qs[pick];
+                const double run = arrival < never ? std::min(x.left, arrival - t) : x.left;
                 t += run;
-                if (run >= left)
-                    lb = std::max(lb, t + tail);
-                else {
-                    ready.emplace_back(tail, left - run);
-                    std::push_heap(ready.begin(), ready.end());
+                if (run >= x.left) {
+                    lb = std::max(lb, t + best_tail);
+                    ++x.first;
+                    x.left = dur_[x.q];
+                } else {
+                    x.left -= run;
                 }
             }
         }
