@@ -7,7 +7,7 @@ bound (exact_search) cannot close the gap. It shares no code with either or with
 
 Usage:
   ti_oracle.py PROBLEM.txt --grid G --below T [--time-limit S] [--minimize] [--csv OUT.csv]
-               [--ppsched PATH [--costs COSTS.json]] [--log CBC.log]
+               [--ppsched PATH [--costs COSTS.json]] [--log CBC.log] [--relax-ranks R,R...]
 PROBLEM.txt is exact_search's format (ranks, microbatches, stages_per_rank, placement loop|v,
 backward split|fused, message, input_grad_frees, memory_limit L|none, per-stage F I W | B,
 activation, parameters). Every duration and the message time must be a multiple of G (checked
@@ -24,6 +24,11 @@ to 1e-9 relative; exit 2 otherwise). Prints one JSON line:
   check turns the status into "unknown";
 - "unknown": the time limit ran out first. With --minimize (minimise the makespan inside the
   horizon) "lower_bound" is then CBC's proven bound rounded up to the grid: no order is faster.
+--relax-ranks drops the one-action-at-a-time and memory rows of the ranks named (their actions
+keep their dependencies and symmetry chains): a relaxation, so "infeasible" still proves that no
+order is faster than T, while an order it finds need not be valid ("relaxation_feasible", not
+replayed). It decides what one rank alone (tune's rank relaxation) cannot, with a smaller
+integer program than the whole problem's.
 Exit 0, or 2 on bad input. CBC runs single-threaded; --time-limit is CBC's wall-clock limit.
 
 Why the answer is exact:
@@ -128,8 +133,9 @@ def to_units(x, g, what):
 class Model:
     """Actions, durations in grid units, dependencies (with the symmetry chains), windows."""
 
-    def __init__(self, p, grid, below):
+    def __init__(self, p, grid, below, relaxed=()):
         self.p = p
+        self.relaxed = set(relaxed)  # ranks without the one-at-a-time and memory rows
         P, M, S = p["P"], p["M"], p["S"]
         A = p["arrays"]
         c = to_units(p["message"], grid, "message")
@@ -201,12 +207,16 @@ class Model:
             if self.LS[a] < self.ES[a]:
                 return f"longest path through {a[1]}{a[0]}{a[2]} exceeds the horizon"
         for r, acts in enumerate(self.by_rank):
+            if r in self.relaxed:
+                continue
             lo = min(self.ES[a] for a in acts)
             hi = max(self.LS[a] + self.dur[a] for a in acts)
             if sum(self.dur[a] for a in acts) > hi - lo:
                 return f"rank {r}'s load does not fit in its window"
         if self.room is not None:
             for r, acts in enumerate(self.by_rank):
+                if r in self.relaxed:
+                    continue
                 # Every F needs at least its own activation held.
                 if any(self.mem[a] > self.room[r] + 1e-9 for a in acts if a[0] == "F"):
                     return f"rank {r}: an activation exceeds the memory room"
@@ -296,7 +306,9 @@ def solve(model, time_limit, minimize, log_path):
         for t in range(ES[b], LS[b]):
             add([(1, b, t), (-1, a, t - L)], 0)
     # One action at a time.
-    for acts in model.by_rank:
+    for r, acts in enumerate(model.by_rank):
+        if r in model.relaxed:
+            continue
         for t in range(0, H):
             terms = []
             for a in acts:
@@ -306,6 +318,8 @@ def solve(model, time_limit, minimize, log_path):
     # Memory.
     if model.room is not None:
         for r, acts in enumerate(model.by_rank):
+            if r in model.relaxed:
+                continue
             fs = [a for a in acts if a[0] == "F"]
             frees = [a for a in acts if a[0] != "F" and model.mem[a] < 0]
             times = sorted({t for a in fs for t in range(ES[a], LS[a] + 1)})
@@ -382,17 +396,27 @@ def main(argv=None):
     ap.add_argument("--ppsched", help="check the order with this ppsched binary's simulate")
     ap.add_argument("--costs", help="cost JSON for ppsched (default: costs.json beside PROBLEM)")
     ap.add_argument("--log", help="keep CBC's log in this file")
+    ap.add_argument("--relax-ranks", default="",
+                    help="comma-separated ranks without one-at-a-time and memory rows")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
     try:
         if not (args.grid > 0 and args.below > 0):
             raise BadInput("--grid and --below must be positive")
         p = read_problem(args.problem)
-        model = Model(p, args.grid, args.below)
+        try:
+            relaxed = [int(x) for x in args.relax_ranks.split(",") if x.strip()]
+        except ValueError:
+            raise BadInput("--relax-ranks takes comma-separated rank numbers") from None
+        if any(not 0 <= r < p["P"] for r in relaxed):
+            raise BadInput(f"--relax-ranks: ranks are 0..{p['P'] - 1}")
+        model = Model(p, args.grid, args.below, relaxed)
     except (BadInput, OSError) as e:
         print(f"ti_oracle: {e}", file=sys.stderr)
         return 2
     out = {"status": None, "below": args.below, "grid": args.grid, "horizon_units": model.H}
+    if relaxed:
+        out["relaxed_ranks"] = sorted(set(relaxed))
     why = model.trivially_infeasible()
     if why:
         out.update(status="infeasible", reason=why, variables=0, rows=0,
@@ -403,7 +427,9 @@ def main(argv=None):
     out.update(info)
     if status == "unknown" and "bound_units" in info:
         out["lower_bound"] = math.ceil(info["bound_units"] - 1e-6) * args.grid
-    if order is not None:
+    if order is not None and model.relaxed:
+        status = "relaxation_feasible"  # an order of the relaxation: not replayed
+    elif order is not None:
         rows = [[action_name(a) for a in row] for row in order]
         out["order"] = [",".join(r) for r in rows]
         units, mem_ok = replay(model, order)
