@@ -528,8 +528,12 @@ class exact_search {
                         pending = true;
                         arrival = std::min(arrival, head_[x.q * mb_ + x.next]);
                     }
-                    if (x.first < x.next && tail_[x.q * mb_ + x.first] > best_tail) {
-                        best_tail = tail_[x.q * mb_ + x.first];
+                    // The largest tail; at a tie the most time left (the order of a heap of
+                    // (tail, left) pairs: the same sums, so the same bound to the last bit).
+                    const double tl = tail_[x.q * mb_ + x.first];
+                    if (x.first < x.next && (pick == qs.size() || tl > best_tail ||
+                                             (tl == best_tail && x.left > qs[pick].left))) {
+                        best_tail = tl;
                         pick = i;
                     }
                 }
