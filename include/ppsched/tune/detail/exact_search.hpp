@@ -530,9 +530,10 @@ class exact_search {
                     }
                     // The largest tail; at a tie the most time left (the order of a heap of
                     // (tail, left) pairs: the same sums, so the same bound to the last bit).
+                    if (x.first == x.next) continue; // nothing released and unfinished
                     const double tl = tail_[x.q * mb_ + x.first];
-                    if (x.first < x.next && (pick == qs.size() || tl > best_tail ||
-                                             (tl == best_tail && x.left > qs[pick].left))) {
+                    if (pick == qs.size() || tl > best_tail ||
+                        (tl == best_tail && x.left > qs[pick].left)) {
                         best_tail = tl;
                         pick = i;
                     }
