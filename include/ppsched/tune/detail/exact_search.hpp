@@ -35,7 +35,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <limits>
 #include <string>
 #include <unordered_map>
