@@ -7,11 +7,8 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 ppsched=${1:?usage: test_optimality_script.sh PPSCHED}
-python=/usr/bin/python3
-if [[ ! -x $python ]] || ! "$python" -c 'import pulp' 2>/dev/null || ! command -v cbc >/dev/null; then
-  echo "SKIP: python3-pulp or coinor-cbc is not installed"
-  exit 77
-fi
+# shellcheck source=require_solver.sh
+source "$here/require_solver.sh" || exit 1 # python; exit 77 without pulp or cbc
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0

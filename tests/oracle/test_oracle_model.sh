@@ -7,13 +7,6 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 ppsched=${1:?usage: test_oracle_model.sh PPSCHED}
-python=/usr/bin/python3 # Debian's modules (pulp) load in the system interpreter
-if [[ ! -x $python ]] || ! "$python" -c 'import pulp' 2>/dev/null; then
-  echo "SKIP: python3-pulp is not installed (apt-get install python3-pulp)"
-  exit 77
-fi
-if ! command -v cbc >/dev/null; then
-  echo "SKIP: coinor-cbc is not installed (apt-get install coinor-cbc)"
-  exit 77
-fi
+# shellcheck source=require_solver.sh
+source "$here/require_solver.sh" || exit 1 # python; exit 77 without pulp or cbc
 exec "$python" "$here/check_model.py" "$ppsched" --count 20

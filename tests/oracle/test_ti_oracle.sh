@@ -14,15 +14,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 ppsched=${1:?usage: test_ti_oracle.sh PPSCHED EXACT_SEARCH}
 exact=${2:?usage: test_ti_oracle.sh PPSCHED EXACT_SEARCH}
-python=/usr/bin/python3 # Debian's modules (pulp) load in the system interpreter
-if [[ ! -x $python ]] || ! "$python" -c 'import pulp' 2>/dev/null; then
-  echo "SKIP: python3-pulp is not installed (apt-get install python3-pulp)"
-  exit 77
-fi
-if ! command -v cbc >/dev/null; then
-  echo "SKIP: coinor-cbc is not installed (apt-get install coinor-cbc)"
-  exit 77
-fi
+# shellcheck source=require_solver.sh
+source "$here/require_solver.sh" || exit 1 # python; exit 77 without pulp or cbc
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
