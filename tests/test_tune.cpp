@@ -387,12 +387,11 @@ TEST_CASE("tune: on tiny problems it finds the optimum that trying every order f
     }
 }
 
-TEST_CASE("tune: the beam search finds the optimum a memory limit hides from local moves",
-          "[tune][beam]") {
-    // 4 ranks x 2 stages (V), 8 microbatches, first stage +30 %, last +60 %, room for three
-    // activations per rank. 98 is the optimum proven by the independent branch and bound of
-    // tests/oracle (exact_search, 6.8 million nodes); without beams the critical-path search
-    // stops at 100.1 and the exact phase's default budget does not reach 98.
+namespace {
+
+/// 4 ranks x 2 stages (V), 8 microbatches, first stage +30 %, last +60 %, room for three
+/// activations per rank.
+tune_problem skew_v_three_activations() {
     tune_problem p;
     p.ranks = 4;
     p.microbatches = 8;
@@ -407,6 +406,18 @@ TEST_CASE("tune: the beam search finds the optimum a memory limit hides from loc
         p.costs.per_stage[s].full_backward = 2 * x;
     }
     p.memory_limit = 3;
+    return p;
+}
+
+} // namespace
+
+TEST_CASE("tune: the beam search finds the optimum a memory limit hides from local moves",
+          "[tune][beam]") {
+    // 4 ranks x 2 stages (V), 8 microbatches, first stage +30 %, last +60 %, room for three
+    // activations per rank. 98 is the optimum proven by the independent branch and bound of
+    // tests/oracle (exact_search, 6.8 million nodes); without beams the critical-path search
+    // stops at 100.1 and the exact phase's default budget does not reach 98.
+    const tune_problem p = skew_v_three_activations();
     tune_options with = quick(100000);
     with.exact_nodes = 0;
     with.beam_width = 64;  // enough here, and quick under the sanitizers
@@ -424,6 +435,36 @@ TEST_CASE("tune: the beam search finds the optimum a memory limit hides from loc
     CHECK(a.makespan == Approx(98.0).epsilon(1e-12));
     CHECK(a.makespan < b.makespan);
     CHECK(a.bound.value <= a.makespan);
+}
+
+TEST_CASE("tune: the widest beam runs at the width asked for, a power of 4 or not",
+          "[tune][beam]") {
+    using ppsched::detail::tune::beam_widths;
+    CHECK(beam_widths(0).empty());
+    CHECK(beam_widths(1) == std::vector<std::size_t>{1});
+    CHECK(beam_widths(4) == std::vector<std::size_t>{4});
+    CHECK(beam_widths(5) == std::vector<std::size_t>{4, 5});
+    CHECK(beam_widths(128) == std::vector<std::size_t>{4, 16, 64, 128});
+    CHECK(beam_widths(256) == std::vector<std::size_t>{4, 16, 64, 256});
+    // No overflow at the largest width: the list still ends with it, each width 4x the last.
+    const std::vector<std::size_t> huge = beam_widths(std::numeric_limits<std::size_t>::max());
+    REQUIRE(huge.size() > 2);
+    CHECK(huge.back() == std::numeric_limits<std::size_t>::max());
+    for (std::size_t i = 1; i + 1 < huge.size(); ++i) CHECK(huge[i] == 4 * huge[i - 1]);
+
+    // Through tune: a widest beam of 20 runs after those of 4 and 16 (it once stopped at 16).
+    // Without the exact phase nothing proves the order optimal, so every beam runs.
+    const tune_problem p = skew_v_three_activations();
+    tune_options o = quick(100000);
+    o.exact_nodes = 0;
+    o.time_limit = 600;
+    o.beam_width = 16;
+    const tune_result sixteen = ppsched::tune(p, o);
+    o.beam_width = 20;
+    const tune_result twenty = ppsched::tune(p, o);
+    check_result(p, twenty);
+    REQUIRE(sixteen.makespan > sixteen.bound.value);
+    CHECK(twenty.beam_nodes > sixteen.beam_nodes);
 }
 
 TEST_CASE("tune: the exact phase never loses to the heuristics and proves what it claims",

@@ -204,6 +204,18 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     }
 }
 
+/// The widths of `tune`'s beams, narrowest first, up to `widest`: 4, 16, 64... (each four
+/// times the last) and `widest` itself, which ends the list whether or not it is a power of 4.
+[[nodiscard]] inline std::vector<std::size_t> beam_widths(std::size_t widest) {
+    std::vector<std::size_t> out;
+    for (std::size_t w = 4; w < widest; w *= 4) {
+        out.push_back(w);
+        if (w > widest / 4) break; // 4 w would pass `widest` (or overflow)
+    }
+    if (widest > 0) out.push_back(widest);
+    return out;
+}
+
 /// The greedy rules tried as start points.
 [[nodiscard]] inline std::vector<greedy_rule> greedy_rules(const model& m) {
     std::vector<greedy_rule> rules;
@@ -445,9 +457,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     for (int r = 0; r < m.ranks; ++r) n += m.rank_actions(r);
     if (options.beam_width > 0 && best.makespan > target && !spend.spent(ev)) {
         exact_search guide(m);
-        for (std::size_t width = 4; width <= std::max<std::size_t>(options.beam_width, 4);
-             width *= 4) {
-            const std::size_t w = std::min(width, options.beam_width);
+        for (const std::size_t w : beam_widths(options.beam_width)) {
             if (best.makespan <= target || beam_work(m, n, w) > 1e8) break;
             exact_limits limits;
             limits.deadline = spend.deadline;
@@ -461,7 +471,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
                 best_start = "beam";
                 best_start_makespan = e0.makespan;
             }
-            if (w == options.beam_width || spend.spent(ev)) break;
+            if (spend.spent(ev)) break;
         }
     }
     const int restarts = 12;
