@@ -467,6 +467,42 @@ TEST_CASE("tune: the widest beam runs at the width asked for, a power of 4 or no
     CHECK(twenty.beam_nodes > sixteen.beam_nodes);
 }
 
+TEST_CASE("tune: a beam's threads change its time, never its answer", "[tune][beam]") {
+    namespace dt = ppsched::detail::tune;
+    const tune_problem p = skew_v_three_activations();
+    const dt::model m = dt::make_model(p);
+    dt::exact_search exact(m);
+    // Widths whose beams have enough parents per depth (32 a thread) to use 2 and 3 threads.
+    for (std::size_t width : {std::size_t{64}, std::size_t{96}}) {
+        const dt::exact_outcome one =
+            exact.beam(std::numeric_limits<double>::infinity(), width, dt::exact_limits{}, 1);
+        REQUIRE(one.improved);
+        const std::size_t threads = width / 32;
+        INFO("width " << width << ", threads " << threads);
+        const dt::exact_outcome many =
+            exact.beam(std::numeric_limits<double>::infinity(), width, dt::exact_limits{}, threads);
+        CHECK(many.improved);
+        CHECK(many.nodes == one.nodes);
+        CHECK(many.best == one.best);
+        CHECK(many.seq == one.seq);
+    }
+    // Through tune: the same order and counts with one thread and with four (of which the
+    // widest beam, 64, uses two).
+    tune_options o = quick(20000);
+    o.exact_nodes = 0;
+    o.time_limit = 600;
+    o.beam_width = 64;
+    o.threads = 1;
+    const tune_result a = ppsched::tune(p, o);
+    o.threads = 4;
+    const tune_result b = ppsched::tune(p, o);
+    check_result(p, b);
+    CHECK(a.beam_nodes == b.beam_nodes);
+    CHECK(a.evaluations == b.evaluations);
+    CHECK(a.makespan == b.makespan);
+    CHECK(a.best == b.best);
+}
+
 TEST_CASE("tune: the exact phase never loses to the heuristics and proves what it claims",
           "[tune][exact]") {
     // Problems with 2 ranks, and with 4 ranks and m = 4 (the sanitizer build: 2 ranks).

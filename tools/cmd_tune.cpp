@@ -30,7 +30,7 @@ namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 15> tune_own_options{{
+constexpr std::array<option, 16> tune_own_options{{
     {"--ranks", "P", "pipeline ranks (required)"},
     {"--microbatches", "M", "microbatches per step (required)"},
     {"--stages-per-rank", "V", "model chunks per rank (default 1 with loop, 2 with v)"},
@@ -49,6 +49,9 @@ constexpr std::array<option, 15> tune_own_options{{
     {"--beam-width", "N",
      "the widest beam search over partial orders, ranked by the bound, after the first local "
      "searches (default 256; 0: none; wide beams run only on small problems)"},
+    {"--threads", "N",
+     "threads the beam searches may use (default 0: every hardware thread); the result is the "
+     "same for any count"},
     {"--seed", "N", "seed of the search's random choices (default 1)"},
     {"--output", "FILE", "write the order as PyTorch's CSV (compute_only format) to FILE"},
     {"--picture", "FILE", "draw the tuned order above the best built-in schedule (SVG)"},
@@ -236,6 +239,7 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
         options.exact_nodes =
             static_cast<std::uint64_t>(a.integer("--exact-nodes", 0, 1LL << 62, 0));
     options.beam_width = static_cast<std::size_t>(a.integer("--beam-width", 0, 1LL << 20, 256));
+    options.threads = static_cast<std::size_t>(a.integer("--threads", 0, 1024, 0));
     // A progress line on stderr once the search runs longer than a second.
     bool printed = false;
     if (!a.has("--quiet")) {

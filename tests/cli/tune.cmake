@@ -64,6 +64,12 @@ ppsched_cli_json_test(tune_beam_off
   tune ${skew_v_half} --beam-width 0)
 ppsched_cli_test(tune_bad_beam_width 2 STDERR_HAS "--beam-width"
                  ARGS tune --ranks 2 --microbatches 2 --beam-width -3)
+# Threads change the time of the beams, never the answer: the same optimum, from the beam.
+ppsched_cli_json_test(tune_beam_threads
+  "d['start']['name'] == 'beam' and d['beam_nodes'] > 0 and abs(d['makespan'] - 98) < 1e-9"
+  tune ${skew_v_half} --beam-width 64 --threads 2)
+ppsched_cli_test(tune_bad_threads 2 STDERR_HAS "--threads"
+                 ARGS tune --ranks 2 --microbatches 2 --threads -1)
 # Round trips: the written CSV re-simulates to the printed makespan and peaks.
 foreach(case IN ITEMS "uniform;--ranks;4;--microbatches;8"
                       "uneven;--ranks;8;--microbatches;16;--costs;${uneven};--p2p;0.1;--memory-limit;6"

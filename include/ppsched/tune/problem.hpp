@@ -95,6 +95,10 @@ struct tune_options {
     /// wider ones (or all): 4 ranks x 2 stages x 8 microbatches run all four, 8 x 2 x 32 only
     /// width 4, 32 ranks x 128 microbatches none.
     std::size_t beam_width = 256;
+    /// Threads a beam search may use (0: `std::thread::hardware_concurrency()`). The beam's
+    /// parents are expanded in parallel and joined in order, so the result is the same for
+    /// any count; only the time to reach it changes.
+    std::size_t threads = 0;
     /// Seed of the search's random choices: the same seed gives the same result unless the
     /// time limit cuts the search short.
     std::uint64_t seed = 1;

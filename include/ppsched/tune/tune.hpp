@@ -42,6 +42,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -457,11 +458,14 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     for (int r = 0; r < m.ranks; ++r) n += m.rank_actions(r);
     if (options.beam_width > 0 && best.makespan > target && !spend.spent(ev)) {
         exact_search guide(m);
+        const std::size_t threads =
+            options.threads > 0 ? options.threads
+                                : std::max<std::size_t>(1, std::thread::hardware_concurrency());
         for (const std::size_t w : beam_widths(options.beam_width)) {
             if (best.makespan <= target || beam_work(m, n, w) > 1e8) break;
             exact_limits limits;
             limits.deadline = spend.deadline;
-            exact_outcome found = guide.beam(best.makespan, w, limits);
+            exact_outcome found = guide.beam(best.makespan, w, limits, threads);
             result.beam_nodes += found.nodes;
             const evaluation e0 = found.improved ? ev.run(found.seq) : evaluation{};
             if (e0.ok && better(e0, best)) {

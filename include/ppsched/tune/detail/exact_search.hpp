@@ -30,13 +30,16 @@
 ///   (tune/lower_bound.hpp) per rank.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -126,68 +129,95 @@ class exact_search {
     /// guide where memory limits make depth-first search wander; a beam finds good complete orders
     /// in O(n * width * children) bounds. Returns an order faster than `incumbent` in `seq` when it
     /// finds one.
+    ///
+    /// With `threads` > 1, the parents of a depth are split into that many runs, each expanded
+    /// on its own thread with its own copy of the search state; the children are joined in
+    /// parent order, so the beam and its answer are the same for any number of threads (only
+    /// `limits.max_nodes` is checked per thread, so a cut may come a few nodes later).
     [[nodiscard]] exact_outcome beam(double incumbent, std::size_t width,
-                                     const exact_limits& limits) {
+                                     const exact_limits& limits, std::size_t threads = 1) {
         limits_ = limits;
         out_ = exact_outcome{};
         reset();
         target_ = incumbent * (1 - 1e-12);
-        struct partial {
-            std::vector<std::size_t> cnt;
-            std::vector<double> end, free, held;
-            std::vector<std::vector<int>> seq;
+        // Each partial order's actions as a trail: (the trail entry before it, rank, node),
+        // walked back at the end, so that a child does not copy its parent's sequences.
+        struct step {
+            std::size_t before;
+            int rank, node;
         };
-        struct child {
-            double bound, spread;
-            std::size_t parent, q;
-        };
+        constexpr std::size_t no_step = std::numeric_limits<std::size_t>::max();
+        std::vector<step> trail;
         std::vector<partial> beam(1), next;
-        beam[0] = {cnt_, end_, free_, held_, seq_};
-        std::vector<child> children;
-        std::vector<double> est(queues_);
+        beam[0] = {cnt_, end_, free_, held_, no_step};
+        // Per thread: its search state (this object for the first) and heads. Per piece of
+        // the beam's parents: their children, in parent order, and how many nodes they cost.
+        threads = std::max<std::size_t>(threads, 1);
+        std::vector<std::unique_ptr<exact_search>> helpers;
+        std::vector<std::vector<double>> est(threads, std::vector<double>(queues_));
+        std::vector<std::vector<child>> found;
+        std::vector<std::uint64_t> nodes;
         std::unordered_map<std::string, std::vector<double>> seen;
         std::string key;
         std::vector<double> times;
-        auto load = [&](const partial& s) {
-            cnt_ = s.cnt;
-            end_ = s.end;
-            free_ = s.free;
-            held_ = s.held;
-        };
+        std::vector<child> children;
+        std::atomic<bool> stop{false};
         for (std::size_t depth = 0; depth < n_ && !beam.empty(); ++depth) {
+            // A thread pays for itself only with 32 parents or more to expand. The parents are cut
+            // into 8 pieces per thread, taken in turn by whichever thread is free: their costs
+            // vary, and small pieces keep the threads equally busy.
+            const std::size_t runs = std::clamp<std::size_t>(beam.size() / 32, 1, threads);
+            const std::size_t pieces = runs == 1 ? 1 : 8 * runs;
+            while (helpers.size() + 1 < runs) {
+                helpers.push_back(std::make_unique<exact_search>(m_));
+                helpers.back()->limits_ = limits_;
+            }
+            for (auto& h : helpers) h->target_ = target_;
+            found.resize(pieces);
+            nodes.assign(pieces, 0);
+            std::atomic<std::size_t> next_piece{0};
+            auto run = [&](std::size_t t) {
+                exact_search& s = t == 0 ? *this : *helpers[t - 1];
+                for (std::size_t i = next_piece++; i < pieces; i = next_piece++) {
+                    found[i].clear();
+                    const std::size_t lo = beam.size() * i / pieces;
+                    const std::size_t hi = beam.size() * (i + 1) / pieces;
+                    for (std::size_t b = lo; b < hi && !stop.load(std::memory_order_relaxed); ++b) {
+                        s.expand(beam[b], b, depth, est[t], found[i], nodes[i]);
+                        // The clock at every expansion: a child costs a bound, far more than
+                        // reading it. The node limit counts this piece's nodes only.
+                        if ((limits_.max_nodes != 0 &&
+                             out_.nodes + nodes[i] >= limits_.max_nodes) ||
+                            std::chrono::steady_clock::now() >= limits_.deadline)
+                            stop = true;
+                    }
+                }
+            };
+            if (runs == 1) {
+                run(0);
+            } else {
+                std::vector<std::thread> pool;
+                pool.reserve(runs - 1);
+                for (std::size_t t = 1; t < runs; ++t) pool.emplace_back(run, t);
+                run(0);
+                for (auto& th : pool) th.join();
+            }
             children.clear();
-            for (std::size_t b = 0; b < beam.size(); ++b) {
-                load(beam[b]);
-                // The parent's heads for `branching_rank` (its bound was below the target when
-                // it joined the beam, and the target has not moved since).
-                (void)heads_bound();
-                heads(est);
-                const std::size_t only = branching_rank(est);
-                for (std::size_t q = 0; q < queues_; ++q) {
-                    if (!on_rank(q, only) || !may_append(q, est)) continue;
-                    const saved undo = append(q, est[q]);
-                    ++out_.nodes;
-                    const double lb =
-                        depth + 1 == n_ ? *std::max_element(free_.begin(), free_.end()) : bound();
-                    double spread = 0;
-                    for (double f : free_) spread += f;
-                    retract(q, undo);
-                    if (lb < target_) children.push_back({lb, spread, b, q});
-                }
-                // The clock at every expansion: a child costs a bound, far more than reading it.
-                if ((limits_.max_nodes != 0 && out_.nodes >= limits_.max_nodes) ||
-                    std::chrono::steady_clock::now() >= limits_.deadline) {
-                    stopped_ = true;
-                    return out_;
-                }
+            for (std::size_t i = 0; i < pieces; ++i) {
+                out_.nodes += nodes[i];
+                children.insert(children.end(), found[i].begin(), found[i].end());
+            }
+            if (stop) {
+                stopped_ = true;
+                return out_;
             }
             std::sort(children.begin(), children.end(), [](const child& a, const child& b) {
                 return a.bound != b.bound ? a.bound < b.bound : a.spread < b.spread;
             });
-            next.clear();
+            std::size_t kept = 0; // partials of `next` in use (the others keep their storage)
             seen.clear();
             for (const child& c : children) {
-                if (next.size() >= width) break;
+                if (kept >= width) break;
                 const std::size_t q = c.q, r = static_cast<std::size_t>(rank_[q]);
                 load(beam[c.parent]);
                 const int mb = static_cast<int>(cnt_[q]);
@@ -195,9 +225,17 @@ class exact_search {
                 state(key, times);
                 if (dominated_in(seen, key, times)) continue;
                 seen[key].insert(seen[key].end(), times.begin(), times.end());
-                next.push_back({cnt_, end_, free_, held_, beam[c.parent].seq});
-                next.back().seq[r].push_back(m_.node(stage_[q], mb, kind_[q]));
+                trail.push_back(
+                    {beam[c.parent].last, static_cast<int>(r), m_.node(stage_[q], mb, kind_[q])});
+                if (next.size() <= kept) next.emplace_back();
+                partial& to = next[kept++];
+                to.cnt = cnt_; // assignments: the vectors keep their storage
+                to.end = end_;
+                to.free = free_;
+                to.held = held_;
+                to.last = trail.size() - 1;
             }
+            next.resize(kept);
             beam.swap(next);
         }
         for (const partial& s : beam) {
@@ -205,7 +243,10 @@ class exact_search {
             if (makespan < target_) {
                 out_.improved = true;
                 out_.best = makespan;
-                out_.seq = s.seq;
+                out_.seq.assign(ranks_, {});
+                for (std::size_t at = s.last; at != no_step; at = trail[at].before)
+                    out_.seq[static_cast<std::size_t>(trail[at].rank)].push_back(trail[at].node);
+                for (auto& row : out_.seq) std::reverse(row.begin(), row.end());
                 out_.found_at = std::chrono::steady_clock::now();
                 target_ = makespan * (1 - 1e-12);
             }
@@ -214,6 +255,50 @@ class exact_search {
     }
 
   private:
+    /// A partial order of a beam: the state `append` changes, and where its last action is in
+    /// the beam's trail.
+    struct partial {
+        std::vector<std::size_t> cnt;
+        std::vector<double> end, free, held;
+        std::size_t last;
+    };
+    /// A child of a beam's partial order: its bound, its ranks' total free time, its parent
+    /// and the queue whose next action it appends.
+    struct child {
+        double bound, spread;
+        std::size_t parent, q;
+    };
+
+    void load(const partial& s) {
+        cnt_ = s.cnt;
+        end_ = s.end;
+        free_ = s.free;
+        held_ = s.held;
+    }
+
+    /// The children of the beam's partial order `parent` (number `b`, at `depth`) whose bound
+    /// is below the target, appended to `out`; `nodes` counts them all.
+    void expand(const partial& parent, std::size_t b, std::size_t depth, std::vector<double>& est,
+                std::vector<child>& out, std::uint64_t& nodes) {
+        load(parent);
+        // The parent's heads for `branching_rank` (its bound was below the target when it
+        // joined the beam, and the target has not moved since).
+        (void)heads_bound();
+        heads(est);
+        const std::size_t only = branching_rank(est);
+        for (std::size_t q = 0; q < queues_; ++q) {
+            if (!on_rank(q, only) || !may_append(q, est)) continue;
+            const saved undo = append(q, est[q]);
+            ++nodes;
+            const double lb =
+                depth + 1 == n_ ? *std::max_element(free_.begin(), free_.end()) : bound();
+            double spread = 0;
+            for (double f : free_) spread += f;
+            retract(q, undo);
+            if (lb < target_) out.push_back({lb, spread, b, q});
+        }
+    }
+
     struct dep {
         std::size_t queue;
         double delay;
