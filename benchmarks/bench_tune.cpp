@@ -95,9 +95,43 @@ void relax(benchmark::State& state, const tune_problem& prob) {
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One beam search of width 256 (tune/detail/exact_search.hpp) on p = 4 x m = 8, loop V = 2,
+// W = 1.5 I, half of 1F1B's memory (192 actions), from nothing (no incumbent), on `threads`
+// threads: its nodes per second. The beam and its answer are the same for any thread count.
+void beam(benchmark::State& state, std::size_t threads) {
+    tune_problem prob;
+    prob.ranks = 4;
+    prob.microbatches = 8;
+    prob.stages_per_rank = 2;
+    prob.costs.per_stage.resize(8);
+    for (auto& st : prob.costs.per_stage) {
+        st.forward = 1;
+        st.backward_input = 1;
+        st.backward_weight = 1.5;
+    }
+    prob.memory_limit = 5.5;
+    const detail::tune::model model = detail::tune::make_model(prob);
+    detail::tune::exact_search search(model);
+    detail::tune::exact_outcome r;
+    for (auto _ : state) {
+        r = search.beam(std::numeric_limits<double>::infinity(), 256, {}, threads);
+        benchmark::DoNotOptimize(r);
+    }
+    state.counters["makespan"] = r.best;
+    state.counters["nodes"] = static_cast<double>(r.nodes);
+    state.counters["nodes/s"] = benchmark::Counter(static_cast<double>(r.nodes),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+}
+
 } // namespace
 
 void register_tune_benchmarks() {
+    for (std::size_t threads : {std::size_t{1}, std::size_t{2}, std::size_t{4}})
+        benchmark::RegisterBenchmark(
+            ("tune/beam256/p4_m8_loop2_w15_half_memory/threads:" + std::to_string(threads)).c_str(),
+            [threads](benchmark::State& st) { beam(st, threads); })
+            ->UseRealTime() // threads: wall-clock time, not the main thread's CPU time
+            ->Unit(benchmark::kMillisecond);
     for (int m : {8, 10})
         benchmark::RegisterBenchmark(
             ("tune/rank_relaxation/p4_m" + std::to_string(m) + "_v2_half_memory").c_str(),

@@ -486,6 +486,11 @@ TEST_CASE("tune: a beam's threads change its time, never its answer", "[tune][be
         CHECK(many.best == one.best);
         CHECK(many.seq == one.seq);
     }
+    // More threads than a beam can use cost nothing (nor memory for their unused state).
+    const dt::exact_outcome all =
+        exact.beam(std::numeric_limits<double>::infinity(), 64, dt::exact_limits{},
+                   std::numeric_limits<std::size_t>::max());
+    CHECK(all.improved);
     // Through tune: the same order and counts with one thread and with four (of which the
     // widest beam, 64, uses two).
     tune_options o = quick(20000);

@@ -152,7 +152,8 @@ class exact_search {
         beam[0] = {cnt_, end_, free_, held_, no_step};
         // Per thread: its search state (this object for the first) and heads. Per piece of
         // the beam's parents: their children, in parent order, and how many nodes they cost.
-        threads = std::max<std::size_t>(threads, 1);
+        // (A depth has at most `width` parents, so never more than width / 32 threads.)
+        threads = std::clamp<std::size_t>(threads, 1, std::max<std::size_t>(1, width / 32));
         std::vector<std::unique_ptr<exact_search>> helpers;
         std::vector<std::vector<double>> est(threads, std::vector<double>(queues_));
         std::vector<std::vector<child>> found;
