@@ -36,9 +36,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -130,10 +132,11 @@ class exact_search {
     /// in O(n * width * children) bounds. Returns an order faster than `incumbent` in `seq` when it
     /// finds one.
     ///
-    /// With `threads` > 1, the parents of a depth are split into that many runs, each expanded
-    /// on its own thread with its own copy of the search state; the children are joined in
-    /// parent order, so the beam and its answer are the same for any number of threads (only
-    /// `limits.max_nodes` is checked per thread, so a cut may come a few nodes later).
+    /// With `threads` > 1, a depth with 64 parents or more expands them on up to that many
+    /// threads (one per 32 parents), each with its own copy of the search state; the children
+    /// are joined in parent order, so the beam and its answer are the same for any number of
+    /// threads (only `limits.max_nodes` is checked per piece of parents, so a cut may come a
+    /// few nodes later). An exception on a thread is thrown again here.
     [[nodiscard]] exact_outcome beam(double incumbent, std::size_t width,
                                      const exact_limits& limits, std::size_t threads = 1) {
         limits_ = limits;
@@ -197,11 +200,30 @@ class exact_search {
             if (runs == 1) {
                 run(0);
             } else {
+                // A thread's exception (memory) stops the others, and is thrown after the join.
+                std::vector<std::exception_ptr> failed(runs);
+                auto guarded = [&](std::size_t t) {
+                    try {
+                        run(t);
+                    } catch (...) {
+                        failed[t] = std::current_exception();
+                        stop = true;
+                    }
+                };
                 std::vector<std::thread> pool;
                 pool.reserve(runs - 1);
-                for (std::size_t t = 1; t < runs; ++t) pool.emplace_back(run, t);
-                run(0);
+                // Without a thread (the system may refuse one), those running take its pieces.
+                for (std::size_t t = 1; t < runs; ++t) {
+                    try {
+                        pool.emplace_back(guarded, t);
+                    } catch (const std::system_error&) {
+                        break;
+                    }
+                }
+                guarded(0);
                 for (auto& th : pool) th.join();
+                for (const std::exception_ptr& e : failed)
+                    if (e) std::rethrow_exception(e);
             }
             children.clear();
             for (std::size_t i = 0; i < pieces; ++i) {
