@@ -13,7 +13,8 @@
 /// 2. Improvement: from the best start points in turn, a tabu search that swaps adjacent
 ///    actions of a rank along the critical path (tune/detail/local_search.hpp); then beam
 ///    searches over partial orders ranked by the exact phase's bound (`exact_search::beam`,
-///    up to `tune_options::beam_width`), each order they find polished by the tabu search;
+///    up to `tune_options::beam_width`; their wide depths on `tune_options::threads` threads,
+///    with the same result for any count), each order they find polished by the tabu search;
 ///    then restarts from the best order found, randomly perturbed.
 /// 3. Exact phase (tune/detail/exact_search.hpp): a branch and bound over every valid order
 ///    looks for one faster than the best found, or proves that there is none, within
