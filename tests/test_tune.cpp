@@ -413,10 +413,9 @@ tune_problem skew_v_three_activations() {
 
 TEST_CASE("tune: the beam search finds the optimum a memory limit hides from local moves",
           "[tune][beam]") {
-    // 4 ranks x 2 stages (V), 8 microbatches, first stage +30 %, last +60 %, room for three
-    // activations per rank. 98 is the optimum proven by the independent branch and bound of
-    // tests/oracle (exact_search, 6.8 million nodes); without beams the critical-path search
-    // stops at 100.1 and the exact phase's default budget does not reach 98.
+    // 98 is the optimum proven by the independent branch and bound of tests/oracle
+    // (exact_search, 6.8 million nodes); without beams the critical-path search stops at 100.1
+    // and the exact phase's default budget does not reach 98.
     const tune_problem p = skew_v_three_activations();
     tune_options with = quick(100000);
     with.exact_nodes = 0;
@@ -481,6 +480,8 @@ TEST_CASE("tune: a beam's threads change its time, never its answer", "[tune][be
         INFO("width " << width << ", threads " << threads);
         const dt::exact_outcome many =
             exact.beam(std::numeric_limits<double>::infinity(), width, dt::exact_limits{}, threads);
+        CHECK(one.threads == 1);
+        CHECK(many.threads == threads); // the widest depths did run on that many
         CHECK(many.improved);
         CHECK(many.nodes == one.nodes);
         CHECK(many.best == one.best);
@@ -491,6 +492,7 @@ TEST_CASE("tune: a beam's threads change its time, never its answer", "[tune][be
         exact.beam(std::numeric_limits<double>::infinity(), 64, dt::exact_limits{},
                    std::numeric_limits<std::size_t>::max());
     CHECK(all.improved);
+    CHECK(all.threads == 2);
     // Through tune: the same order and counts with one thread and with four (of which the
     // widest beam, 64, uses two).
     tune_options o = quick(20000);

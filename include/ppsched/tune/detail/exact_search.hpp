@@ -62,6 +62,7 @@ struct exact_outcome {
     double root_bound = 0;   ///< the bound at the root (heads delayed by memory included)
     double lower = 0;        ///< the lower bound proven (>= root_bound; the optimum if complete)
     std::uint64_t nodes = 0; ///< partial orders visited
+    std::size_t threads = 1; ///< a beam's: the most threads one of its depths ran on
 };
 
 /// The exact phase's limits.
@@ -220,6 +221,7 @@ class exact_search {
                         break;
                     }
                 }
+                out_.threads = std::max(out_.threads, pool.size() + 1);
                 guarded(0);
                 for (auto& th : pool) th.join();
                 for (const std::exception_ptr& e : failed)
