@@ -81,6 +81,42 @@ struct exact_limits {
     return x * x * static_cast<double>(width) * static_cast<double>(m.ranks);
 }
 
+/// Runs `work(t)` for t = 0 on the calling thread and t = 1..runs-1 on threads of their own,
+/// and returns how many ran. A thread the system refuses is skipped: callers share their work
+/// out in pieces that the running threads take in turn, so the others do its part. An
+/// exception in `work` sets `stop` (for the others to end early) and is thrown again once
+/// every thread has joined.
+template <class Work>
+std::size_t run_on_threads(std::size_t runs, std::atomic<bool>& stop, const Work& work) {
+    if (runs <= 1) {
+        work(std::size_t{0});
+        return 1;
+    }
+    std::vector<std::exception_ptr> failed(runs);
+    auto guarded = [&](std::size_t t) {
+        try {
+            work(t);
+        } catch (...) {
+            failed[t] = std::current_exception();
+            stop = true;
+        }
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(runs - 1);
+    for (std::size_t t = 1; t < runs; ++t) {
+        try {
+            pool.emplace_back(guarded, t);
+        } catch (const std::system_error&) {
+            break;
+        }
+    }
+    guarded(0);
+    for (auto& th : pool) th.join();
+    for (const std::exception_ptr& e : failed)
+        if (e) std::rethrow_exception(e);
+    return pool.size() + 1;
+}
+
 class exact_search {
   public:
     explicit exact_search(const model& m) : m_(m) { build(); }
@@ -173,10 +209,7 @@ class exact_search {
             // vary, and small pieces keep the threads equally busy.
             const std::size_t runs = std::clamp<std::size_t>(beam.size() / 32, 1, threads);
             const std::size_t pieces = runs == 1 ? 1 : 8 * runs;
-            while (helpers.size() + 1 < runs) {
-                helpers.push_back(std::make_unique<exact_search>(m_));
-                helpers.back()->limits_ = limits_;
-            }
+            while (helpers.size() + 1 < runs) helpers.push_back(std::make_unique<exact_search>(m_));
             for (auto& h : helpers) h->target_ = target_;
             found.resize(pieces);
             nodes.assign(pieces, 0);
@@ -198,35 +231,7 @@ class exact_search {
                     }
                 }
             };
-            if (runs == 1) {
-                run(0);
-            } else {
-                // A thread's exception (memory) stops the others, and is thrown after the join.
-                std::vector<std::exception_ptr> failed(runs);
-                auto guarded = [&](std::size_t t) {
-                    try {
-                        run(t);
-                    } catch (...) {
-                        failed[t] = std::current_exception();
-                        stop = true;
-                    }
-                };
-                std::vector<std::thread> pool;
-                pool.reserve(runs - 1);
-                // Without a thread (the system may refuse one), those running take its pieces.
-                for (std::size_t t = 1; t < runs; ++t) {
-                    try {
-                        pool.emplace_back(guarded, t);
-                    } catch (const std::system_error&) {
-                        break;
-                    }
-                }
-                out_.threads = std::max(out_.threads, pool.size() + 1);
-                guarded(0);
-                for (auto& th : pool) th.join();
-                for (const std::exception_ptr& e : failed)
-                    if (e) std::rethrow_exception(e);
-            }
+            out_.threads = std::max(out_.threads, run_on_threads(runs, stop, run));
             children.clear();
             for (std::size_t i = 0; i < pieces; ++i) {
                 out_.nodes += nodes[i];
