@@ -409,6 +409,17 @@ tune_problem skew_v_three_activations() {
     return p;
 }
 
+/// `quick(evaluations)` with beams up to `widest` and no exact phase (so nothing proves an order
+/// optimal and every beam runs); the evaluation limit ends it, not the clock of a loaded
+/// machine.
+tune_options beams_only(std::uint64_t evaluations, std::size_t widest) {
+    tune_options o = quick(evaluations);
+    o.exact_nodes = 0;
+    o.time_limit = 600;
+    o.beam_width = widest;
+    return o;
+}
+
 } // namespace
 
 TEST_CASE("tune: the beam search finds the optimum a memory limit hides from local moves",
@@ -417,10 +428,7 @@ TEST_CASE("tune: the beam search finds the optimum a memory limit hides from loc
     // (exact_search, 6.8 million nodes); without beams the critical-path search stops at 100.1
     // and the exact phase's default budget does not reach 98.
     const tune_problem p = skew_v_three_activations();
-    tune_options with = quick(100000);
-    with.exact_nodes = 0;
-    with.beam_width = 64;  // enough here, and quick under the sanitizers
-    with.time_limit = 600; // the evaluation limit ends it, not the clock of a loaded machine
+    const tune_options with = beams_only(100000, 64); // 64: enough, and quick under sanitizers
     tune_options without = with;
     without.beam_width = 0;
     const tune_result a = ppsched::tune(p, with);
@@ -452,15 +460,9 @@ TEST_CASE("tune: the widest beam runs at the width asked for, a power of 4 or no
     for (std::size_t i = 1; i + 1 < huge.size(); ++i) CHECK(huge[i] == 4 * huge[i - 1]);
 
     // Through tune: a widest beam of 20 runs after those of 4 and 16 (it once stopped at 16).
-    // Without the exact phase nothing proves the order optimal, so every beam runs.
     const tune_problem p = skew_v_three_activations();
-    tune_options o = quick(100000);
-    o.exact_nodes = 0;
-    o.time_limit = 600;
-    o.beam_width = 16;
-    const tune_result sixteen = ppsched::tune(p, o);
-    o.beam_width = 20;
-    const tune_result twenty = ppsched::tune(p, o);
+    const tune_result sixteen = ppsched::tune(p, beams_only(100000, 16));
+    const tune_result twenty = ppsched::tune(p, beams_only(100000, 20));
     check_result(p, twenty);
     REQUIRE(sixteen.makespan > sixteen.bound.value);
     CHECK(twenty.beam_nodes > sixteen.beam_nodes);
@@ -495,10 +497,7 @@ TEST_CASE("tune: a beam's threads change its time, never its answer", "[tune][be
     CHECK(all.threads == 2);
     // Through tune: the same order and counts with one thread and with four (of which the
     // widest beam, 64, uses two).
-    tune_options o = quick(20000);
-    o.exact_nodes = 0;
-    o.time_limit = 600;
-    o.beam_width = 64;
+    tune_options o = beams_only(20000, 64);
     o.threads = 1;
     const tune_result a = ppsched::tune(p, o);
     o.threads = 4;
