@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(catch2 libfmt-dev libbenchmark-dev ninja-build cmake g++ clang clang-format
           libxml2-utils librsvg2-bin openmpi-bin libopenmpi-dev libclang-rt-14-dev
-          chromium chromium-driver python3-selenium python3-pulp coinor-cbc)
+          chromium chromium-driver python3-selenium python3-pulp coinor-cbc cadical)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# sat_oracle.py (the SAT encoding, solved by CaDiCaL) against exact_search (the branch and
+# bound), two independent exact oracles, on small problems with memory limits and message
+# times:
+# 1. on problems whose costs lie on a grid of 0.1 (split and fused backward, loop and v),
+#    exact_search proves the optimum OPT; sat_oracle proves that nothing is faster than OPT,
+#    and below OPT + 0.05 finds an order that it replays, and `ppsched simulate` confirms, at OPT;
+# 2. --floor-grid (costs rounded down: a relaxation) equals --grid where nothing is rounded,
+#    and on costs that lie on no grid never claims "infeasible" above the optimum;
+# 3. bad input exits 2 with a message.
+# Skips (exit 77) when cadical is missing.
+# usage: test_sat_oracle.sh PPSCHED EXACT_SEARCH
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+ppsched=${1:?usage: test_sat_oracle.sh PPSCHED EXACT_SEARCH}
+exact=${2:?usage: test_sat_oracle.sh PPSCHED EXACT_SEARCH}
+python=/usr/bin/python3
+if ! command -v cadical >/dev/null; then
+  echo "SKIP: cadical is not installed (apt-get install cadical)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+field() { "$python" -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.argv[2]))' "$1" "$2"; }
+sat() { "$python" "$here/sat_oracle.py" "$@" --time-limit 300; }
+
+# problem NAME PLACEMENT BACKWARD MESSAGE LIMIT "F..." "I..." "W..." or "B..."
+problem() {
+  local dir=$tmp/$1
+  mkdir -p "$dir"
+  {
+    echo "ranks 2"
+    echo "microbatches 4"
+    echo "stages_per_rank 2"
+    echo "placement $2"
+    echo "backward $3"
+    echo "message $4"
+    echo "input_grad_frees 0.0"
+    echo "memory_limit $5"
+    echo "$6"
+    echo "$7"
+    [[ -n ${8:-} ]] && echo "$8"
+    echo "activation 1.0 1.0 1.0 1.0"
+    echo "parameters 0.0 0.0 0.0 0.0"
+  } >"$dir/problem.txt"
+  "$python" - "$dir" <<'PY'
+import json, sys
+d = sys.argv[1]
+cost = {}
+for line in open(d + "/problem.txt"):
+    k, *v = line.split()
+    if k in ("F", "I", "W", "B"):
+        cost[k] = [float(x) for x in v]
+    if k == "message":
+        cost["p2p_latency"] = float(v[0])
+json.dump(cost, open(d + "/costs.json", "w"))
+PY
+}
+
+# 1. Both sides of the optimum, on the grid.
+problem split_loop loop split 0.1 3.0 "F 1.2 1.0 0.9 1.3" "I 1.0 1.1 1.0 1.4" "W 0.6 1.5 0.5 1.0"
+problem fused_v v fused 0.1 2.0 "F 1.0 1.1 1.0 1.6" "B 2.0 2.2 1.9 3.1"
+for name in split_loop fused_v; do
+  p=$tmp/$name/problem.txt
+  out=$("$exact" "$p" --target 1000) || fail "$name: exact_search failed"
+  [[ $(field "$out" status) == optimal ]] || fail "$name: exact_search did not prove an optimum"
+  opt=$(field "$out" makespan)
+  echo "$name: exact_search's optimum $opt"
+  out=$(sat "$p" --grid 0.1 --below "$opt") || fail "$name: sat_oracle failed below $opt"
+  echo "  below $opt: $(field "$out" status) ($(field "$out" clauses) clauses)"
+  [[ $(field "$out" status) == infeasible ]] || fail "$name: sat_oracle finds an order below $opt"
+  above=$("$python" -c "print($opt + 0.05)")
+  out=$(sat "$p" --grid 0.1 --below "$above" --ppsched "$ppsched") ||
+    fail "$name: sat_oracle failed below $above"
+  echo "  below $above: $(field "$out" status) makespan $(field "$out" makespan)" \
+    "simulated $(field "$out" simulated)"
+  [[ $(field "$out" status) == feasible ]] || fail "$name: no order below $above: $out"
+  "$python" - "$out" "$opt" <<'PY' || fail "$name: the order found is not at the optimum"
+import json, sys
+out, opt = json.loads(sys.argv[1]), float(sys.argv[2])
+assert abs(out["makespan"] - opt) <= 1e-9 * opt, (out["makespan"], opt)
+assert abs(out["simulated"] - opt) <= 1e-9 * opt, (out["simulated"], opt)
+PY
+  # 2a. Nothing to round: the relaxation is the problem itself.
+  out=$(sat "$p" --floor-grid 0.1 --below "$opt") || fail "$name: --floor-grid failed"
+  [[ $(field "$out" status) == infeasible ]] || fail "$name: --floor-grid below $opt: $out"
+  out=$(sat "$p" --floor-grid 0.1 --below "$above") || fail "$name: --floor-grid failed"
+  [[ $(field "$out" status) == relaxation_feasible ]] ||
+    fail "$name: --floor-grid below $above: $(field "$out" status), expected relaxation_feasible"
+  [[ $(field "$out" order) == None ]] || fail "$name: --floor-grid reports an order as valid"
+done
+
+# 2b. Costs on no grid: --grid refuses them; --floor-grid is a relaxation, so above the optimum
+#     an order always exists, and where it proves "infeasible" the optimum is not below.
+problem offgrid loop split 0.13 3.0 "F 1.213 0.987 0.911 1.322" "I 1.031 1.117 0.979 1.418" \
+  "W 0.613 1.497 0.522 1.006"
+p=$tmp/offgrid/problem.txt
+out=$("$exact" "$p" --target 1000) || fail "offgrid: exact_search failed"
+opt=$(field "$out" makespan)
+echo "offgrid: exact_search's optimum $opt"
+sat "$p" --grid 0.1 --below 30 >/dev/null 2>"$tmp/err"
+rc=$?
+[[ $rc == 2 ]] || fail "offgrid --grid 0.1: exit $rc, expected 2"
+grep -q "not a multiple of the grid" "$tmp/err" || fail "offgrid --grid: $(cat "$tmp/err")"
+for g in 0.1 0.01; do
+  above=$("$python" -c "print($opt + 1e-6)")
+  out=$(sat "$p" --floor-grid "$g" --below "$above") || fail "offgrid --floor-grid $g failed"
+  [[ $(field "$out" status) == relaxation_feasible ]] ||
+    fail "offgrid --floor-grid $g below $above: $(field "$out" status), expected relaxation_feasible"
+done
+# The largest value the finer relaxation proves: within the rounding of the optimum.
+proved=$("$python" - "$here/sat_oracle.py" "$p" "$opt" <<'PY'
+import json, subprocess, sys
+oracle, p, opt = sys.argv[1], sys.argv[2], float(sys.argv[3])
+best = None
+for k in range(1, 16):
+    below = round(opt - 0.1 * k, 6)
+    out = json.loads(subprocess.run(["/usr/bin/python3", oracle, p, "--floor-grid", "0.01",
+                                     "--below", str(below), "--time-limit", "120"],
+                                    capture_output=True, text=True).stdout)
+    if out["status"] == "infeasible":
+        best = below
+        break
+print(best)
+PY
+)
+echo "offgrid: --floor-grid 0.01 proves no order below $proved (optimum $opt)"
+"$python" -c "import sys; b=$proved; o=$opt; sys.exit(0 if b is not None and o - 1.0 <= b <= o else 1)" ||
+  fail "offgrid: the relaxation proves $proved against the optimum $opt"
+
+# 3. Bad input.
+p=$tmp/split_loop/problem.txt
+for args in "--grid 0 --below 20" "--grid 0.1 --below -1" "--grid 0.1 --below 20 --time-limit 0" \
+  "--grid 0.3 --below 20" "--floor-grid 2 --below 20"; do
+  # shellcheck disable=SC2086
+  "$python" "$here/sat_oracle.py" "$p" $args >/dev/null 2>"$tmp/err"
+  rc=$?
+  [[ $rc == 2 ]] || fail "$args: exit $rc, expected 2"
+  grep -q "sat_oracle:" "$tmp/err" || fail "$args: no clear message: $(cat "$tmp/err")"
+done
+sed 's/input_grad_frees 0.0/input_grad_frees 0.5/' "$p" >"$tmp/frees.txt"
+"$python" "$here/sat_oracle.py" "$tmp/frees.txt" --grid 0.1 --below 20 >/dev/null 2>"$tmp/err"
+rc=$?
+[[ $rc == 2 ]] || fail "input_grad_frees 0.5 with a limit: exit $rc, expected 2"
+grep -q "input_grad_frees" "$tmp/err" || fail "input_grad_frees: no clear message: $(cat "$tmp/err")"
+
+if ((failed)); then exit 1; fi
+echo "sat_oracle: all checks passed"
