@@ -13,11 +13,17 @@ usage: optimality.py PPSCHED [--time-limit S] [--tune-time-limit S] [--ranks 2,4
          [--placements loop1,loop2,v] [--costs uniform,skew,random,w05,w15] [--latency 0,0.1]
          [--memory none,1f1b,half] [--backward split] [--results FILE.jsonl] [--output FILE.md]
          [--ilp-from FILE.jsonl]... [--limit N] [--no-tune]
-         [--exact EXACT_SEARCH [--exact-time-limit S]] [--no-ilp]
+         [--exact EXACT_SEARCH [--exact-time-limit S]] [--no-ilp] [--sat [--sat-time-limit S]]
 With --exact (the branch and bound of exact_search.cpp, built by ctest as `exact_search`), every
 problem is searched for an order faster than tune's, with tune's makespan as the target:
 "optimal" with no faster order proves tune optimal (also where tune proved it itself: an
 independent check); a faster order is checked by the oracle's own evaluator. --no-ilp skips CBC.
+With --sat (and --exact), every problem exact_search leaves undecided goes to the SAT oracle
+(sat_oracle.py, CaDiCaL): where the costs lie on a grid of 0.1 it finds the optimum, asking for an
+order faster than tune's, then faster than each order it finds, until none exists; otherwise
+(random costs) it asks, on the costs rounded down to 0.01, for an order faster than tune / 1.01:
+none proves tune within 1 % of the optimum. It also runs on the rows of a --results file that
+lack it, and rewrites that file.
 The --results file keeps every solved problem: rerunning with it skips those (resume).
 --ilp-from reuses the ILP answers of earlier runs (the slow part) and runs only tune again.
 """
@@ -170,6 +176,43 @@ def exact(args, prob, tune_makespan, tmp):
     return res
 
 
+def sat(args, prob, costs_file, tune_makespan, tmp):
+    """The SAT oracle on a problem exact_search left undecided (see the module's doc)."""
+    path = os.path.join(tmp, "problem.txt")
+    with open(path, "w") as f:
+        f.write(prob.exact_text())
+    oracle = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sat_oracle.py")
+
+    def ask(below, grid_flag, grid):
+        p = run([sys.executable, oracle, path, grid_flag, str(grid), "--below", repr(below),
+                 "--time-limit", str(args.sat_time_limit), "--ppsched", args.ppsched,
+                 "--costs", costs_file], timeout=args.sat_time_limit + 600)
+        if p.returncode != 0:
+            return {"status": "error", "error": (p.stderr.strip() or "failed")[-160:]}
+        out = json.loads(p.stdout)
+        out.pop("order", None)
+        return out
+
+    steps, below = [], tune_makespan
+    while True:
+        out = ask(below, "--grid", 0.1)
+        if out["status"] == "error" and "not a multiple of the grid" in out["error"]:
+            steps = []
+            break
+        steps.append(out)
+        if out["status"] != "feasible":
+            break
+        below = out["simulated"]  # an order faster than `below`, confirmed by simulate
+    if steps:
+        res = {"grid": 0.1, "steps": steps}
+        if steps[-1]["status"] == "infeasible":
+            res["optimum"] = below
+        return res
+    out = ask(tune_makespan / 1.01, "--floor-grid", 0.01)
+    return {"floor_grid": 0.01, "steps": [out],
+            "within_1pct": "proven" if out["status"] == "infeasible" else "unknown"}
+
+
 def fmt(x, digits=4):
     return "-" if x is None else f"{x:.{digits}f}".rstrip("0").rstrip(".")
 
@@ -180,9 +223,14 @@ def exact_table(rows):
     for r in rows:
         tn, ex = r.get("tune") or {}, r.get("exact") or {}
         opt = optimum_of(r)
+        sa = r.get("sat") or {}
         by = "exact search" if ex.get("status") == "optimal" else ex.get("status", "-")
         if ex.get("within_1pct"):
             by += f" (within 1%: {ex['within_1pct']})"
+        if sa.get("optimum") is not None:
+            by += ", SAT: optimum"
+        elif sa.get("within_1pct"):
+            by += f", SAT within 1%: {sa['within_1pct']}"
         if tn.get("makespan") and tn["makespan"] <= tn.get("lower_bound", 0) * (1 + 1e-9):
             by += " and tune"
         ratio = tn["makespan"] / opt if opt and "makespan" in tn else None
@@ -192,8 +240,9 @@ def exact_table(rows):
 
 
 def optimum_of(r):
-    """The proven optimum of a row (exact search or tune's own proof), or None."""
-    return (r.get("exact") or {}).get("optimum")
+    """The proven optimum of a row (exact search, or the SAT oracle), or None."""
+    opt = (r.get("exact") or {}).get("optimum")
+    return opt if opt is not None else (r.get("sat") or {}).get("optimum")
 
 
 def exact_summary(rows):
@@ -225,7 +274,10 @@ def exact_summary(rows):
     lines = []
     if ratios:
         q = sorted(ratios)
-        lines.append(f"proven optima: {len(q)} of {len(q) + len(unproven)} by exact_search; tune "
+        by_sat = sum(1 for r in rows if (r.get("exact") or {}).get("optimum") is None and
+                     (r.get("sat") or {}).get("optimum") is not None)
+        lines.append(f"proven optima: {len(q)} of {len(q) + len(unproven)} ({by_exact} by "
+                     f"exact_search, {by_sat} by the SAT oracle); tune "
                      f"proved {by_tune} of them itself (its bound or its exact phase)")
         lines.append(f"tune / optimum: min {q[0]:.4f}, median {statistics.median(q):.4f}, "
                      f"max {q[-1]:.4f}; exactly optimal {sum(1 for x in q if x <= 1 + 1e-9)}, "
@@ -233,7 +285,9 @@ def exact_summary(rows):
                      f"{sum(1 for x in q if x > 1.01 + 1e-9)}; exact_search found a faster "
                      f"order than tune on {faster}")
     if unproven:
-        within = [k for k in unproven if (by_key[k].get("exact") or {}).get("within_1pct") == "proven"]
+        within = [k for k in unproven
+                  if (by_key[k].get("exact") or {}).get("within_1pct") == "proven" or
+                  (by_key[k].get("sat") or {}).get("within_1pct") == "proven"]
         rest = [k for k in unproven if k not in within]
         lines.append(f"optimum unproven: {len(unproven)}; of these, tune proven within 1% of the "
                      f"optimum on {len(within)}: " + (", ".join(within) or "none") +
@@ -349,6 +403,10 @@ def main():
     ap.add_argument("--exact-time-limit", type=float, default=60,
                     help="exact_search seconds per problem")
     ap.add_argument("--no-ilp", action="store_true", help="skip CBC (with --exact)")
+    ap.add_argument("--sat", action="store_true",
+                    help="decide what exact_search leaves open with sat_oracle.py (cadical)")
+    ap.add_argument("--sat-time-limit", type=float, default=600,
+                    help="seconds per SAT question")
     args = ap.parse_args()
     args.ranks = [int(x) for x in args.ranks.split(",")]
     args.placements = args.placements.split(",")
@@ -359,6 +417,8 @@ def main():
     for pl in args.placements:
         if pl not in PLACEMENTS:
             ap.error(f"unknown placement {pl}")
+    if args.sat and not args.exact:
+        ap.error("--sat decides what --exact leaves open: give --exact too")
 
     done = {}
     if args.results and os.path.exists(args.results):
@@ -377,8 +437,14 @@ def main():
     tmp = tempfile.mkdtemp(prefix="oracle_opt_")
     rows = []
     solved = 0
+    updated = {}  # rows of the --results file given the SAT oracle's answer now
+
+    def needs_sat(row):
+        return (args.sat and "sat" not in row and "makespan" in (row.get("tune") or {}) and
+                (row.get("exact") or {}).get("status") == "unknown")
+
     for key, pl, mem, d in problems(args):
-        if key in done:
+        if key in done and not needs_sat(done[key]):
             rows.append(done[key])
             continue
         if args.limit is not None and solved >= args.limit:
@@ -392,6 +458,18 @@ def main():
             limit = peak if mem == "1f1b" else max(peak / 2, max(prob.least_memory()))
             d = dict(d, memory_limit=limit)
             prob = ilp_oracle.Problem(d)
+        if key in done:  # only the SAT oracle is new
+            row = done[key]
+            costs_file = os.path.join(tmp, "costs.json")
+            with open(costs_file, "w") as f:
+                json.dump(prob.ppsched_costs(), f)
+            row["sat"] = sat(args, prob, costs_file, row["tune"]["makespan"], tmp)
+            print(f"{key}: SAT {json.dumps({k: v for k, v in row['sat'].items() if k != 'steps'})}",
+                  file=sys.stderr, flush=True)
+            updated[key] = row
+            solved += 1
+            rows.append(row)
+            continue
         if args.no_ilp:
             res = {"status": "skipped", "makespan": None, "bound": None, "seconds": 0}
         elif key in known_ilp and known_ilp[key]["memory_limit"] == prob.L:
@@ -417,6 +495,8 @@ def main():
                     row["exact"]["within_1pct"] = (
                         "proven" if one.get("status") == "optimal" and one.get("makespan") is None
                         else "refuted" if one.get("makespan") is not None else "unknown")
+                if needs_sat(row):
+                    row["sat"] = sat(args, prob, costs_file, tn["makespan"], tmp)
         solved += 1
         rows.append(row)
         tn = row.get("tune") or {}
@@ -431,6 +511,13 @@ def main():
         if args.results:
             with open(args.results, "a") as f:
                 f.write(json.dumps(row) + "\n")
+    if updated:  # rewrite the --results file with the SAT oracle's answers
+        with open(args.results) as f:
+            lines = [json.loads(x) for x in f if x.strip()]
+        with open(args.results + ".tmp", "w") as f:
+            for r in lines:
+                f.write(json.dumps(updated.get(r["key"], r)) + "\n")
+        os.replace(args.results + ".tmp", args.results)
     if not rows:
         text = "no problems\n"
     elif args.exact:

@@ -61,6 +61,7 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ti_oracle  # noqa: E402  (the model: actions, durations, dependencies, windows)
 
