@@ -18,7 +18,9 @@ Prints one JSON line:
 - "infeasible": CaDiCaL proved that no order has a makespan < T (or the windows show it);
 - "feasible": an order with makespan < T: "makespan" is that order replayed exactly (memory
   checked after every F); with --ppsched, `ppsched simulate` must confirm it (else "unknown");
-- "unknown": the time limit ran out.
+- "unknown": the time limit ran out (or CaDiCaL was killed). The limit covers writing the
+  clauses too, which is not interrupted (40-60 s for 20 million); CaDiCaL gets what is left, at
+  least 1 s.
 --grid G: every duration and the message time must be a multiple of G (exit 2 otherwise); the
 answer is exact. --floor-grid G: every duration and the message time is rounded DOWN to a
 multiple of G. A schedule's start times are sums of durations and message times, so they can
@@ -92,7 +94,8 @@ class Cnf:
                 continue
             out.append(x)
         if not out:
-            raise Unsat("an empty clause: the windows are inconsistent")
+            raise Unsat("a clause lost every literal: the windows, the rank's pairs or its "
+                        "memory allow no schedule")
         self.nclauses += 1
         self.buf.append(" ".join(map(str, out)) + " 0\n")
         if len(self.buf) >= 65536:
@@ -116,11 +119,15 @@ def floor_problem(p, grid):
     """The problem with every duration and the message time rounded down to the grid."""
     q = dict(p)
     q["arrays"] = dict(p["arrays"])
+    def down(x):  # the largest multiple of the grid <= x (a product within 1e-12 of x counts)
+        k = round(x / grid)
+        return (k if k * grid <= x * (1 + 1e-12) else k - 1) * grid
+
     for k in p["kinds"]:
-        q["arrays"][k] = [math.floor(x / grid + 1e-9) * grid for x in p["arrays"][k]]
+        q["arrays"][k] = [down(x) for x in p["arrays"][k]]
         if min(q["arrays"][k]) <= 0:
             raise ti_oracle.BadInput(f"--floor-grid {grid} rounds a {k} duration to 0")
-    q["message"] = math.floor(p["message"] / grid + 1e-9) * grid
+    q["message"] = down(p["message"])
     return q
 
 
@@ -270,7 +277,10 @@ class Encoding:
 def run_cadical(cnf_path, time_limit):
     cmd = ["cadical", "-q", "-t", str(max(1, int(math.ceil(time_limit)))), cnf_path]
     t0 = time.monotonic()
-    run = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise ti_oracle.BadInput("cadical is not installed (apt-get install cadical)") from None
     seconds = time.monotonic() - t0
     status, true_vars = "unknown", set()
     for line in run.stdout.splitlines():
@@ -279,8 +289,8 @@ def run_cadical(cnf_path, time_limit):
                 line.strip(), "unknown")
         elif line.startswith("v "):
             true_vars.update(int(v) for v in line.split()[1:] if int(v) > 0)
-    if run.returncode not in (0, 10, 20):
-        raise RuntimeError(f"cadical exited {run.returncode}: {run.stderr.strip()[:200]}")
+    if run.returncode not in (0, 10, 20):  # killed, or out of memory: no answer
+        status = "unknown"
     return status, true_vars, seconds
 
 
@@ -301,9 +311,12 @@ def main(argv=None):
     t0 = time.monotonic()
     grid = args.grid if args.grid is not None else args.floor_grid
     try:
-        if not (grid > 0 and args.below > 0 and args.time_limit > 0):
-            raise ti_oracle.BadInput("--grid/--floor-grid, --below and --time-limit must be > 0")
+        if not all(math.isfinite(x) and x > 0 for x in (grid, args.below, args.time_limit)):
+            raise ti_oracle.BadInput("--grid/--floor-grid, --below and --time-limit must be "
+                                     "finite and > 0")
         p = ti_oracle.read_problem(args.problem)
+        if any(x < 0 for k in ("activation", "parameters") for x in p["arrays"][k]):
+            raise ti_oracle.BadInput("activations and parameters must be >= 0")
         relaxed = args.floor_grid is not None
         if relaxed:
             p = floor_problem(p, grid)
@@ -332,6 +345,8 @@ def main(argv=None):
             enc.build()
         except Unsat as e:
             enc.cnf.f.close()
+            with open(cnf_path, "w") as f:  # --keep-cnf: an unsatisfiable file, not a cut one
+                f.write("p cnf 0 1\n0\n")
             out.update(status="infeasible", reason=str(e),
                        seconds=round(time.monotonic() - t0, 2))
             print(json.dumps(out))
@@ -341,6 +356,9 @@ def main(argv=None):
         out["encode_seconds"] = round(time.monotonic() - t0, 2)
         left = args.time_limit - (time.monotonic() - t0)
         status, true_vars, solver_seconds = run_cadical(cnf_path, max(1.0, left))
+    except ti_oracle.BadInput as e:
+        print(f"sat_oracle: {e}", file=sys.stderr)
+        return 2
     finally:
         if not args.keep_cnf:
             os.remove(cnf_path)

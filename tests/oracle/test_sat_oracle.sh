@@ -2,7 +2,8 @@
 # sat_oracle.py (the SAT encoding, solved by CaDiCaL) against exact_search (the branch and
 # bound), two independent exact oracles, on small problems with memory limits and message
 # times:
-# 1. on problems whose costs lie on a grid of 0.1 (split and fused backward, loop and v),
+# 1. on problems whose costs lie on a grid of 0.1 (split and fused backward, loop and v; and 12
+#    seeded random ones: 2-3 ranks, 1-3 stages per rank, activations of several sizes),
 #    exact_search proves the optimum OPT; sat_oracle proves that nothing is faster than OPT,
 #    and below OPT + 0.05 finds an order that it replays, and `ppsched simulate` confirms, at OPT;
 # 2. --floor-grid (costs rounded down: a relaxation) equals --grid where nothing is rounded,
@@ -96,6 +97,55 @@ PY
     fail "$name: --floor-grid below $above: $(field "$out" status), expected relaxation_feasible"
   [[ $(field "$out" order) == None ]] || fail "$name: --floor-grid reports an order as valid"
 done
+
+# 1b. Seeded random problems on the grid: 2-3 ranks, 1-3 stages per rank, loop and v, split and
+#     fused, activations of several sizes, parameters, memory limits near the least.
+"$python" - "$here/sat_oracle.py" "$exact" "$tmp" <<'PY' || fail "random problems: see above"
+import json, random, subprocess, sys
+oracle, exact, tmp = sys.argv[1:4]
+bad = 0
+for seed in range(12):
+    R = random.Random(seed)
+    P = R.choice([2, 3]); V = R.choice([1, 2, 3] if P == 2 else [1, 2])
+    M = max(1, min(R.choice([1, 2, 3]), 12 // (P * V)))
+    pl, bw = R.choice(["loop", "v"]), R.choice(["split", "fused"])
+    S = P * V
+    kinds = ["F", "I", "W"] if bw == "split" else ["F", "B"]
+    cost = {k: [R.randint(5, 20) / 10 for _ in range(S)] for k in kinds}
+    act = [R.choice([0.0, 0.5, 1.0, 1.5]) for _ in range(S)]
+    par = [R.choice([0.0, 0.0, 0.5]) for _ in range(S)]
+    def rank(s):
+        lap, pos = divmod(s, P)
+        return P - 1 - pos if pl == "v" and lap % 2 else pos
+    need = max(sum(par[s] for s in range(S) if rank(s) == r) +
+               max(act[s] for s in range(S) if rank(s) == r) for r in range(P))
+    lim = need + R.choice([0.0, 0.5, 1.0, 2.0])
+    path = f"{tmp}/random{seed}.txt"
+    with open(path, "w") as f:
+        f.write(f"ranks {P}\nmicrobatches {M}\nstages_per_rank {V}\nplacement {pl}\n"
+                f"backward {bw}\nmessage {R.choice([0.0, 0.1, 0.2])}\ninput_grad_frees 0.0\n"
+                f"memory_limit {lim}\n")
+        for k in kinds:
+            f.write(k + " " + " ".join(map(str, cost[k])) + "\n")
+        f.write("activation " + " ".join(map(str, act)) + "\n")
+        f.write("parameters " + " ".join(map(str, par)) + "\n")
+    ex = json.loads(subprocess.run([exact, path, "--target", "1000"], capture_output=True,
+                                   text=True).stdout)
+    if ex["status"] != "optimal" or ex["makespan"] is None:
+        continue  # no order fits (exact_search says so): nothing to compare
+    opt = ex["makespan"]
+    def sat(below):
+        out = subprocess.run(["/usr/bin/python3", oracle, path, "--grid", "0.1", "--below",
+                              repr(below), "--time-limit", "120"], capture_output=True, text=True)
+        return json.loads(out.stdout)
+    lo, hi = sat(opt), sat(opt + 0.05)
+    ok = lo["status"] == "infeasible" and hi["status"] == "feasible" and \
+        abs(hi["makespan"] - opt) <= 1e-9 * opt
+    print(f"  random {seed}: P {P} V {V} M {M} {pl} {bw}, optimum {opt}: below it "
+          f"{lo['status']}, below +0.05 {hi['status']} {hi.get('makespan')}")
+    bad += not ok
+sys.exit(1 if bad else 0)
+PY
 
 # 2b. Costs on no grid: --grid refuses them; --floor-grid is a relaxation, so above the optimum
 #     an order always exists, and where it proves "infeasible" the optimum is not below.

@@ -140,10 +140,14 @@ class Model:
         A = p["arrays"]
         c = to_units(p["message"], grid, "message")
         u = below / grid
-        self.H = round(u) - 1 if abs(u - round(u)) < 1e-6 else math.floor(u)
+        # T on a grid point (to float noise: 1e-9 relative, as to_units) excludes that point.
+        on_point = abs(u - round(u)) <= 1e-9 * max(1.0, abs(u))
+        self.H = round(u) - 1 if on_point else math.floor(u)
         self.acts = [(k, s, j) for k in p["kinds"] for s in range(S) for j in range(M)]
         self.rank = {a: rank_of(p, a[1]) for a in self.acts}
         self.dur = {a: to_units(A[a[0]][a[1]], grid, f"{a[0]}[{a[1]}]") for a in self.acts}
+        if min(self.dur.values()) <= 0:
+            raise BadInput(f"a duration is less than the grid {grid!r}")
         back = "I" if p["backward"] == "split" else "B"
         edges = []  # (a, b, lag): b starts >= a's start + lag
 
