@@ -509,6 +509,32 @@ TEST_CASE("tune: a beam's threads change its time, never its answer", "[tune][be
     CHECK(a.best == b.best);
 }
 
+TEST_CASE("tune: a beam's children reuse their parent's rank bounds without changing the beam",
+          "[tune][beam]") {
+    namespace dt = ppsched::detail::tune;
+    // With and without a memory limit (the ramp and memory x time are reused too).
+    tune_problem limited = skew_v_three_activations(), free = limited;
+    free.memory_limit.reset();
+    for (const tune_problem& p : {limited, free}) {
+        const dt::model m = dt::make_model(p);
+        dt::exact_search fresh(m), reusing(m);
+        fresh.reuse_rank_bounds(false);
+        for (std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
+            INFO("limit " << p.memory_limit.value_or(0) << ", threads " << threads);
+            const auto inf = std::numeric_limits<double>::infinity();
+            const dt::exact_outcome a = fresh.beam(inf, 64, dt::exact_limits{}, threads);
+            const dt::exact_outcome b = reusing.beam(inf, 64, dt::exact_limits{}, threads);
+            CHECK(a.reused == 0);
+            CHECK(b.reused > b.nodes / 4); // most children keep some rank's heads
+            REQUIRE(a.improved);
+            CHECK(b.improved);
+            CHECK(b.nodes == a.nodes);
+            CHECK(b.best == a.best);
+            CHECK(b.seq == a.seq);
+        }
+    }
+}
+
 TEST_CASE("tune: the exact phase never loses to the heuristics and proves what it claims",
           "[tune][exact]") {
     // Problems with 2 ranks, and with 4 ranks and m = 4 (the sanitizer build: 2 ranks).

@@ -59,10 +59,11 @@ struct exact_outcome {
     double best = 0;       ///< the makespan of `seq` when improved
     std::chrono::steady_clock::time_point found_at{}; ///< when `seq` was found
     sequences seq;                                    ///< the faster order
-    double root_bound = 0;   ///< the bound at the root (heads delayed by memory included)
-    double lower = 0;        ///< the lower bound proven (>= root_bound; the optimum if complete)
-    std::uint64_t nodes = 0; ///< partial orders visited
-    std::size_t threads = 1; ///< a beam's: the most threads one of its depths ran on
+    double root_bound = 0;    ///< the bound at the root (heads delayed by memory included)
+    double lower = 0;         ///< the lower bound proven (>= root_bound; the optimum if complete)
+    std::uint64_t nodes = 0;  ///< partial orders visited
+    std::size_t threads = 1;  ///< a beam's: the most threads one of its depths ran on
+    std::uint64_t reused = 0; ///< a beam's: ranks whose bound a child took from its parent
 };
 
 /// The exact phase's limits.
@@ -160,6 +161,11 @@ class exact_search {
         return out_;
     }
 
+    /// Whether a beam's children take the bound of a rank whose heads did not move from their
+    /// parent (`bound_from`; on by default). Off, every rank is bounded again: for tests, which
+    /// check that the beam is the same either way.
+    void reuse_rank_bounds(bool on) { reuse_ = on; }
+
     /// A beam search over the same partial orders (heuristic, not exact): depth by depth it
     /// keeps the `width` children with the least bound (ties: the least total of the ranks'
     /// free times) and drops the others. Children are those of one rank where
@@ -179,6 +185,7 @@ class exact_search {
         limits_ = limits;
         out_ = exact_outcome{};
         reset();
+        reused_ = 0;
         target_ = incumbent * (1 - 1e-12);
         // Each partial order's actions as a trail: (the trail entry before it, rank, node),
         // walked back at the end, so that a child does not copy its parent's sequences.
@@ -189,7 +196,7 @@ class exact_search {
         constexpr std::size_t no_step = std::numeric_limits<std::size_t>::max();
         std::vector<step> trail;
         std::vector<partial> beam(1), next;
-        beam[0] = {cnt_, end_, free_, held_, no_step};
+        beam[0] = {cnt_, end_, free_, held_, no_step, {}};
         // Per thread: its search state (this object for the first) and heads. Per piece of
         // the beam's parents: their children, in parent order, and how many nodes they cost.
         // (A depth has at most `width` parents, so never more than width / 32 threads.)
@@ -197,6 +204,8 @@ class exact_search {
         std::vector<std::unique_ptr<exact_search>> helpers;
         std::vector<std::vector<double>> est(threads, std::vector<double>(queues_));
         std::vector<std::vector<child>> found;
+        std::vector<std::vector<double>> found_parts; // their per-rank bounds (`bound_from`)
+        std::vector<double> parts;
         std::vector<std::uint64_t> nodes;
         std::unordered_map<std::string, std::vector<double>> seen;
         std::string key;
@@ -210,18 +219,23 @@ class exact_search {
             const std::size_t runs = std::clamp<std::size_t>(beam.size() / 32, 1, threads);
             const std::size_t pieces = runs == 1 ? 1 : 8 * runs;
             while (helpers.size() + 1 < runs) helpers.push_back(std::make_unique<exact_search>(m_));
-            for (auto& h : helpers) h->target_ = target_;
+            for (auto& h : helpers) {
+                h->target_ = target_;
+                h->reuse_ = reuse_;
+            }
             found.resize(pieces);
+            found_parts.resize(pieces);
             nodes.assign(pieces, 0);
             std::atomic<std::size_t> next_piece{0};
             auto run = [&](std::size_t t) {
                 exact_search& s = t == 0 ? *this : *helpers[t - 1];
                 for (std::size_t i = next_piece++; i < pieces; i = next_piece++) {
                     found[i].clear();
+                    found_parts[i].clear();
                     const std::size_t lo = beam.size() * i / pieces;
                     const std::size_t hi = beam.size() * (i + 1) / pieces;
                     for (std::size_t b = lo; b < hi && !stop.load(std::memory_order_relaxed); ++b) {
-                        s.expand(beam[b], b, depth, est[t], found[i], nodes[i]);
+                        s.expand(beam[b], b, depth, est[t], found[i], found_parts[i], nodes[i]);
                         // The clock at every expansion: a child costs a bound, far more than
                         // reading it. The node limit counts this piece's nodes only.
                         if ((limits_.max_nodes != 0 &&
@@ -232,13 +246,23 @@ class exact_search {
                 }
             };
             out_.threads = std::max(out_.threads, run_on_threads(runs, stop, run));
+            for (auto& h : helpers) {
+                out_.reused += h->reused_;
+                h->reused_ = 0;
+            }
             children.clear();
+            parts.clear();
             for (std::size_t i = 0; i < pieces; ++i) {
                 out_.nodes += nodes[i];
-                children.insert(children.end(), found[i].begin(), found[i].end());
+                for (child c : found[i]) {
+                    if (c.ranks_bound != npos_) c.ranks_bound += parts.size();
+                    children.push_back(c);
+                }
+                parts.insert(parts.end(), found_parts[i].begin(), found_parts[i].end());
             }
             if (stop) {
                 stopped_ = true;
+                out_.reused += reused_;
                 return out_;
             }
             std::sort(children.begin(), children.end(), [](const child& a, const child& b) {
@@ -263,6 +287,12 @@ class exact_search {
                 to.end = end_;
                 to.free = free_;
                 to.held = held_;
+                if (c.ranks_bound == npos_)
+                    to.ranks_bound.clear();
+                else
+                    to.ranks_bound.assign(
+                        parts.begin() + static_cast<std::ptrdiff_t>(c.ranks_bound),
+                        parts.begin() + static_cast<std::ptrdiff_t>(c.ranks_bound + 3 * ranks_));
                 to.last = trail.size() - 1;
             }
             next.resize(kept);
@@ -281,6 +311,7 @@ class exact_search {
                 target_ = makespan * (1 - 1e-12);
             }
         }
+        out_.reused += reused_;
         return out_;
     }
 
@@ -291,12 +322,14 @@ class exact_search {
         std::vector<std::size_t> cnt;
         std::vector<double> end, free, held;
         std::size_t last;
+        std::vector<double> ranks_bound; // per rank: Jackson, memory x time, ramp (`bound_from`)
     };
     /// A child of a beam's partial order: its bound, its ranks' total free time, its parent
     /// and the queue whose next action it appends.
     struct child {
         double bound, spread;
         std::size_t parent, q;
+        std::size_t ranks_bound; // where its `ranks_bound` starts in its piece's list (or npos)
     };
 
     void load(const partial& s) {
@@ -309,24 +342,76 @@ class exact_search {
     /// The children of the beam's partial order `parent` (number `b`, at `depth`) whose bound
     /// is below the target, appended to `out`; `nodes` counts them all.
     void expand(const partial& parent, std::size_t b, std::size_t depth, std::vector<double>& est,
-                std::vector<child>& out, std::uint64_t& nodes) {
+                std::vector<child>& out, std::vector<double>& ranks_bound, std::uint64_t& nodes) {
         load(parent);
         // The parent's heads for `branching_rank` (its bound was below the target when it
-        // joined the beam, and the target has not moved since).
+        // joined the beam, and the target has not moved since), and for `bound_from`.
         (void)heads_bound();
         heads(est);
+        parent_head_ = head_;
         const std::size_t only = branching_rank(est);
         for (std::size_t q = 0; q < queues_; ++q) {
             if (!on_rank(q, only) || !may_append(q, est)) continue;
             const saved undo = append(q, est[q]);
             ++nodes;
+            const bool last = depth + 1 == n_;
             const double lb =
-                depth + 1 == n_ ? *std::max_element(free_.begin(), free_.end()) : bound();
+                last ? *std::max_element(free_.begin(), free_.end())
+                     : bound_from(parent.ranks_bound, static_cast<std::size_t>(rank_[q]));
             double spread = 0;
             for (double f : free_) spread += f;
             retract(q, undo);
-            if (lb < target_) out.push_back({lb, spread, b, q});
+            if (lb < target_) {
+                out.push_back({lb, spread, b, q, last ? npos_ : ranks_bound.size()});
+                if (!last)
+                    ranks_bound.insert(ranks_bound.end(), rank_parts_.begin(), rank_parts_.end());
+            }
         }
+    }
+
+    /// `bound()` of a child of a beam's partial order that appended to rank `appended`, with
+    /// the parent's per-rank parts (`parent`, empty at the root): a rank other than `appended`
+    /// whose unscheduled actions kept their heads has the same counts, free time and memory,
+    /// so the same Jackson, memory x time and ramp bounds; only the others are computed. The
+    /// same value as `bound()` to the last bit (the same parts, maxed in another grouping)
+    /// wherever it is below the target; the child's parts are left in `rank_parts_`.
+    [[nodiscard]] double bound_from(const std::vector<double>& parent, std::size_t appended) {
+        double lb = heads_bound();
+        if (lb >= target_) return lb;
+        const bool memory = limited_;
+        same_.assign(ranks_, 0);
+        if (reuse_ && !parent.empty())
+            for (std::size_t r = 0; r < ranks_; ++r)
+                if (r != appended && heads_kept(r)) {
+                    same_[r] = 1;
+                    ++reused_;
+                }
+        rank_parts_.assign(3 * ranks_, 0.0);
+        auto part = [&](std::size_t r, int k, auto&& compute) {
+            const double v = same_[r] ? parent[3 * r + static_cast<std::size_t>(k)] : compute();
+            rank_parts_[3 * r + static_cast<std::size_t>(k)] = v;
+            return v;
+        };
+        for (std::size_t r = 0; r < ranks_; ++r)
+            lb = std::max(lb, part(r, 0, [&] { return one_machine(r); }));
+        if (memory && lb < target_)
+            for (std::size_t r = 0; r < ranks_; ++r)
+                lb = std::max(lb, part(r, 1, [&] { return memory_time(r); }));
+        if (memory && lb < target_)
+            for (std::size_t r = 0; r < ranks_ && lb < target_; ++r)
+                lb = std::max(lb, part(r, 2, [&] { return memory_ramp(r); }));
+        return lb;
+    }
+
+    /// Whether rank r's unscheduled actions have the heads of `parent_head_`.
+    [[nodiscard]] bool heads_kept(std::size_t r) const {
+        for (int s : m_.rank_stages[r])
+            for (int k = 0; k < m_.kinds(); ++k) {
+                const std::size_t q = queue(k, s);
+                for (std::size_t id = q * mb_ + cnt_[q]; id < (q + 1) * mb_; ++id)
+                    if (head_[id] != parent_head_[id]) return false;
+            }
+        return true;
     }
 
     struct dep {
@@ -350,7 +435,13 @@ class exact_search {
         double left;
     };
     std::vector<jackson_queue> jackson_; // one_machine's scratch
-    std::vector<ramp_job> ramp_;         // memory_ramp's scratch
+    // bound_from's scratch: the parent's heads, the ranks whose parts it reuses, the parts.
+    std::vector<double> parent_head_, rank_parts_;
+    std::vector<char> same_;
+    bool reuse_ = true;
+    std::uint64_t reused_ = 0; // ranks whose parts bound_from reused
+    static constexpr std::size_t npos_ = std::numeric_limits<std::size_t>::max();
+    std::vector<ramp_job> ramp_; // memory_ramp's scratch
     ramp_scratch ramp_scratch_;
     std::vector<double> late_work_; // per rank: most work left when its last forward starts
     // State.
@@ -558,8 +649,15 @@ class exact_search {
     /// fit, and at its first 4 candidate times: O(n log n).
     [[nodiscard]] double memory_ramp() {
         double lb = 0;
-        for (std::size_t r = 0; r < ranks_ && lb < target_; ++r) {
-            if (!(m_.limit[r] < 1e300)) continue;
+        for (std::size_t r = 0; r < ranks_ && lb < target_; ++r) lb = std::max(lb, memory_ramp(r));
+        return lb;
+    }
+
+    /// `memory_ramp()` of rank r alone.
+    [[nodiscard]] double memory_ramp(std::size_t r) {
+        double lb = 0;
+        {
+            if (!(m_.limit[r] < 1e300)) return 0;
             ramp_.clear();
             double least_tail = std::numeric_limits<double>::infinity(), taking = 0;
             for (int s : m_.rank_stages[r])
@@ -572,7 +670,7 @@ class exact_search {
                         taking += std::max(0.0, mem_[q]);
                     }
                 }
-            if (ramp_.empty()) continue;
+            if (ramp_.empty()) return 0;
             const std::size_t times = taking > room(r) - held_[r] ? 4 : 0;
             ramp_end end; // no last forward left: no ramp down
             const std::size_t last = queue(kind_forward, m_.rank_stages[r].back());
@@ -616,8 +714,15 @@ class exact_search {
     /// queues (at most 3 per stage).
     [[nodiscard]] double one_machine() {
         double lb = 0;
+        for (std::size_t r = 0; r < ranks_; ++r) lb = std::max(lb, one_machine(r));
+        return lb;
+    }
+
+    /// `one_machine()` of rank r alone.
+    [[nodiscard]] double one_machine(std::size_t r) {
+        double lb = 0;
         constexpr double never = std::numeric_limits<double>::infinity();
-        for (std::size_t r = 0; r < ranks_; ++r) {
+        {
             // Per queue of the rank: its first unfinished action, its first unreleased one,
             // and the time its first still needs.
             auto& qs = jackson_;
@@ -627,7 +732,7 @@ class exact_search {
                     const std::size_t q = queue(k, s);
                     if (cnt_[q] < mb_) qs.push_back({q, cnt_[q], cnt_[q], dur_[q]});
                 }
-            if (qs.empty()) continue;
+            if (qs.empty()) return 0;
             double t = never;
             for (const auto& x : qs) t = std::min(t, head_[x.q * mb_ + x.next]);
             for (;;) {
@@ -677,8 +782,15 @@ class exact_search {
     /// than its room at once.
     [[nodiscard]] double memory_time() const {
         double lb = 0;
-        for (std::size_t r = 0; r < ranks_; ++r) {
-            if (!(room(r) > 0)) continue;
+        for (std::size_t r = 0; r < ranks_; ++r) lb = std::max(lb, memory_time(r));
+        return lb;
+    }
+
+    /// `memory_time()` of rank r alone.
+    [[nodiscard]] double memory_time(std::size_t r) const {
+        double lb = 0;
+        {
+            if (!(room(r) > 0)) return 0;
             double area = 0;
             const double now = free_[r];
             for (int s : m_.rank_stages[r]) {
