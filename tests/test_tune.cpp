@@ -512,26 +512,33 @@ TEST_CASE("tune: a beam's threads change its time, never its answer", "[tune][be
 TEST_CASE("tune: a beam's children reuse their parent's rank bounds without changing the beam",
           "[tune][beam]") {
     namespace dt = ppsched::detail::tune;
-    // With and without a memory limit (the ramp and memory x time are reused too).
-    tune_problem limited = skew_v_three_activations(), free = limited;
-    free.memory_limit.reset();
-    for (const tune_problem& p : {limited, free}) {
+    // With and without a memory limit (the ramp and memory x time are reused too); with no
+    // incumbent, and with one just above the beam's answer, where many children reach it and
+    // their bounds stop early.
+    tune_problem limited = skew_v_three_activations(), unlimited = limited;
+    unlimited.memory_limit.reset();
+    for (const tune_problem& p : {limited, unlimited}) {
         const dt::model m = dt::make_model(p);
         dt::exact_search fresh(m), reusing(m);
         fresh.reuse_rank_bounds(false);
-        for (std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
-            INFO("limit " << p.memory_limit.value_or(0) << ", threads " << threads);
-            const auto inf = std::numeric_limits<double>::infinity();
-            const dt::exact_outcome a = fresh.beam(inf, 64, dt::exact_limits{}, threads);
-            const dt::exact_outcome b = reusing.beam(inf, 64, dt::exact_limits{}, threads);
-            CHECK(a.reused == 0);
-            CHECK(b.reused > b.nodes / 4); // most children keep some rank's heads
-            REQUIRE(a.improved);
-            CHECK(b.improved);
-            CHECK(b.nodes == a.nodes);
-            CHECK(b.best == a.best);
-            CHECK(b.seq == a.seq);
-        }
+        const auto inf = std::numeric_limits<double>::infinity();
+        const double best = fresh.beam(inf, 64, dt::exact_limits{}, 1).best;
+        for (const double incumbent : {inf, best * 1.001})
+            for (std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
+                INFO("limit " << p.memory_limit.value_or(0) << ", incumbent " << incumbent
+                              << ", threads " << threads);
+                const dt::exact_outcome a = fresh.beam(incumbent, 64, dt::exact_limits{}, threads);
+                const dt::exact_outcome b =
+                    reusing.beam(incumbent, 64, dt::exact_limits{}, threads);
+                CHECK(a.reused == 0);
+                CHECK(b.reused > b.nodes / 4); // most children keep some rank's heads
+                CHECK(b.threads == threads);
+                REQUIRE(a.improved);
+                CHECK(b.improved);
+                CHECK(b.nodes == a.nodes);
+                CHECK(b.best == a.best);
+                CHECK(b.seq == a.seq);
+            }
     }
 }
 

@@ -295,14 +295,17 @@ def run_cadical(cnf_path, time_limit):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("problem")
-    ap.add_argument("--below", type=float, required=True)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 epilog="The model and the proofs: this file's doc comment.")
+    ap.add_argument("problem", help="exact_search's problem file (tests/oracle/README.md)")
+    ap.add_argument("--below", type=float, required=True, metavar="T",
+                    help="is there an order whose makespan is below T?")
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--grid", type=float, help="every cost is a multiple of G: exact")
     g.add_argument("--floor-grid", type=float,
                    help="round every cost down to G: a relaxation ('infeasible' still proves)")
-    ap.add_argument("--time-limit", type=float, default=600.0)
+    ap.add_argument("--time-limit", type=float, default=600.0, metavar="S",
+                    help="seconds (default 600); then the answer is 'unknown'")
     ap.add_argument("--csv", help="write the order found to this file")
     ap.add_argument("--ppsched", help="check the order with this ppsched binary's simulate")
     ap.add_argument("--costs", help="cost JSON for ppsched (default: costs.json beside PROBLEM)")

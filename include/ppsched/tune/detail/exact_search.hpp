@@ -329,7 +329,8 @@ class exact_search {
     struct child {
         double bound, spread;
         std::size_t parent, q;
-        std::size_t ranks_bound; // where its `ranks_bound` starts in its piece's list (or npos)
+        std::size_t ranks_bound; // where its per-rank bounds start in its piece's list, then in
+                                 // the depth's (`npos_` at the last depth: none kept)
     };
 
     void load(const partial& s) {
@@ -340,7 +341,8 @@ class exact_search {
     }
 
     /// The children of the beam's partial order `parent` (number `b`, at `depth`) whose bound
-    /// is below the target, appended to `out`; `nodes` counts them all.
+    /// is below the target, appended to `out`, and their per-rank bounds (`bound_from`) to
+    /// `ranks_bound`; `nodes` counts them all.
     void expand(const partial& parent, std::size_t b, std::size_t depth, std::vector<double>& est,
                 std::vector<child>& out, std::vector<double>& ranks_bound, std::uint64_t& nodes) {
         load(parent);
@@ -655,35 +657,31 @@ class exact_search {
 
     /// `memory_ramp()` of rank r alone.
     [[nodiscard]] double memory_ramp(std::size_t r) {
-        double lb = 0;
-        {
-            if (!(m_.limit[r] < 1e300)) return 0;
-            ramp_.clear();
-            double least_tail = std::numeric_limits<double>::infinity(), taking = 0;
-            for (int s : m_.rank_stages[r])
-                for (int k = 0; k < m_.kinds(); ++k) {
-                    const std::size_t q = queue(k, s);
-                    for (std::size_t j = cnt_[q]; j < mb_; ++j) {
-                        ramp_.push_back({head_[q * mb_ + j], dur_[q], std::max(0.0, mem_[q]),
-                                         std::max(0.0, -mem_[q])});
-                        least_tail = std::min(least_tail, tail_[q * mb_ + j]);
-                        taking += std::max(0.0, mem_[q]);
-                    }
+        if (!(m_.limit[r] < 1e300)) return 0;
+        ramp_.clear();
+        double least_tail = std::numeric_limits<double>::infinity(), taking = 0;
+        for (int s : m_.rank_stages[r])
+            for (int k = 0; k < m_.kinds(); ++k) {
+                const std::size_t q = queue(k, s);
+                for (std::size_t j = cnt_[q]; j < mb_; ++j) {
+                    ramp_.push_back({head_[q * mb_ + j], dur_[q], std::max(0.0, mem_[q]),
+                                     std::max(0.0, -mem_[q])});
+                    least_tail = std::min(least_tail, tail_[q * mb_ + j]);
+                    taking += std::max(0.0, mem_[q]);
                 }
-            if (ramp_.empty()) return 0;
-            const std::size_t times = taking > room(r) - held_[r] ? 4 : 0;
-            ramp_end end; // no last forward left: no ramp down
-            const std::size_t last = queue(kind_forward, m_.rank_stages[r].back());
-            if (cnt_[last] < mb_) {
-                const std::size_t id = last * mb_ + mb_ - 1;
-                end.late_work = late_work_[r];
-                end.reach = dur_[last] + tail_[id];
-                end.earliest = head_[id];
             }
-            lb = std::max(lb, memory_ramp_bound(ramp_, ramp_scratch_, room(r) - held_[r],
-                                                least_tail, end, free_[r], times));
+        if (ramp_.empty()) return 0;
+        const std::size_t times = taking > room(r) - held_[r] ? 4 : 0;
+        ramp_end end; // no last forward left: no ramp down
+        const std::size_t last = queue(kind_forward, m_.rank_stages[r].back());
+        if (cnt_[last] < mb_) {
+            const std::size_t id = last * mb_ + mb_ - 1;
+            end.late_work = late_work_[r];
+            end.reach = dur_[last] + tail_[id];
+            end.earliest = head_[id];
         }
-        return lb;
+        return memory_ramp_bound(ramp_, ramp_scratch_, room(r) - held_[r], least_tail, end,
+                                 free_[r], times);
     }
 
     /// The earliest an F of queue q, microbatch j can start for memory: the forwards that must
@@ -722,56 +720,54 @@ class exact_search {
     [[nodiscard]] double one_machine(std::size_t r) {
         double lb = 0;
         constexpr double never = std::numeric_limits<double>::infinity();
-        {
-            // Per queue of the rank: its first unfinished action, its first unreleased one,
-            // and the time its first still needs.
-            auto& qs = jackson_;
-            qs.clear();
-            for (int s : m_.rank_stages[r])
-                for (int k = 0; k < m_.kinds(); ++k) {
-                    const std::size_t q = queue(k, s);
-                    if (cnt_[q] < mb_) qs.push_back({q, cnt_[q], cnt_[q], dur_[q]});
+        // Per queue of the rank: its first unfinished action, its first unreleased one,
+        // and the time its first still needs.
+        auto& qs = jackson_;
+        qs.clear();
+        for (int s : m_.rank_stages[r])
+            for (int k = 0; k < m_.kinds(); ++k) {
+                const std::size_t q = queue(k, s);
+                if (cnt_[q] < mb_) qs.push_back({q, cnt_[q], cnt_[q], dur_[q]});
+            }
+        if (qs.empty()) return 0;
+        double t = never;
+        for (const auto& x : qs) t = std::min(t, head_[x.q * mb_ + x.next]);
+        for (;;) {
+            // Release what has arrived; the next arrival; the largest tail ready.
+            double arrival = never, best_tail = -never;
+            bool pending = false;
+            std::size_t pick = qs.size();
+            for (std::size_t i = 0; i < qs.size(); ++i) {
+                auto& x = qs[i];
+                while (x.next < mb_ && head_[x.q * mb_ + x.next] <= t) ++x.next;
+                if (x.next < mb_) {
+                    pending = true;
+                    arrival = std::min(arrival, head_[x.q * mb_ + x.next]);
                 }
-            if (qs.empty()) return 0;
-            double t = never;
-            for (const auto& x : qs) t = std::min(t, head_[x.q * mb_ + x.next]);
-            for (;;) {
-                // Release what has arrived; the next arrival; the largest tail ready.
-                double arrival = never, best_tail = -never;
-                bool pending = false;
-                std::size_t pick = qs.size();
-                for (std::size_t i = 0; i < qs.size(); ++i) {
-                    auto& x = qs[i];
-                    while (x.next < mb_ && head_[x.q * mb_ + x.next] <= t) ++x.next;
-                    if (x.next < mb_) {
-                        pending = true;
-                        arrival = std::min(arrival, head_[x.q * mb_ + x.next]);
-                    }
-                    // The largest tail; at a tie the most time left (the order of a heap of
-                    // (tail, left) pairs: the same sums, so the same bound to the last bit).
-                    if (x.first == x.next) continue; // nothing released and unfinished
-                    const double tl = tail_[x.q * mb_ + x.first];
-                    if (pick == qs.size() || tl > best_tail ||
-                        (tl == best_tail && x.left > qs[pick].left)) {
-                        best_tail = tl;
-                        pick = i;
-                    }
+                // The largest tail; at a tie the most time left (the order of a heap of
+                // (tail, left) pairs: the same sums, so the same bound to the last bit).
+                if (x.first == x.next) continue; // nothing released and unfinished
+                const double tl = tail_[x.q * mb_ + x.first];
+                if (pick == qs.size() || tl > best_tail ||
+                    (tl == best_tail && x.left > qs[pick].left)) {
+                    best_tail = tl;
+                    pick = i;
                 }
-                if (pick == qs.size()) {
-                    if (!pending) break; // all done
-                    t = arrival;         // (an infinite head: the memory never lets it run)
-                    continue;
-                }
-                auto& x = qs[pick];
-                const double run = arrival < never ? std::min(x.left, arrival - t) : x.left;
-                t += run;
-                if (run >= x.left) {
-                    lb = std::max(lb, t + best_tail);
-                    ++x.first;
-                    x.left = dur_[x.q];
-                } else {
-                    x.left -= run;
-                }
+            }
+            if (pick == qs.size()) {
+                if (!pending) break; // all done
+                t = arrival;         // (an infinite head: the memory never lets it run)
+                continue;
+            }
+            auto& x = qs[pick];
+            const double run = arrival < never ? std::min(x.left, arrival - t) : x.left;
+            t += run;
+            if (run >= x.left) {
+                lb = std::max(lb, t + best_tail);
+                ++x.first;
+                x.left = dur_[x.q];
+            } else {
+                x.left -= run;
             }
         }
         return lb;
@@ -788,31 +784,27 @@ class exact_search {
 
     /// `memory_time()` of rank r alone.
     [[nodiscard]] double memory_time(std::size_t r) const {
-        double lb = 0;
-        {
-            if (!(room(r) > 0)) return 0;
-            double area = 0;
-            const double now = free_[r];
-            for (int s : m_.rank_stages[r]) {
-                const double a = info(s).activation;
-                if (a <= 0) continue;
-                const std::size_t qf = queue(kind_forward, s);
-                for (int part = 0; part < (m_.split ? 2 : 1); ++part) {
-                    const std::size_t qx = queue(part == 0 ? kind_backward : kind_weight, s);
-                    const double share = !m_.split   ? 1.0
-                                         : part == 0 ? m_.frees_by_i
-                                                     : 1 - m_.frees_by_i;
-                    if (share <= 0) continue;
-                    for (std::size_t j = cnt_[qx]; j < cnt_[qf]; ++j)
-                        area += share * a * std::max(0.0, head_[qx * mb_ + j] + dur_[qx] - now);
-                    double hold = hold_[qf];
-                    if (m_.split && part == 0) hold -= info(s).dur[kind_weight];
-                    area += share * a * static_cast<double>(mb_ - cnt_[qf]) * hold;
-                }
+        if (!(room(r) > 0)) return 0;
+        double area = 0;
+        const double now = free_[r];
+        for (int s : m_.rank_stages[r]) {
+            const double a = info(s).activation;
+            if (a <= 0) continue;
+            const std::size_t qf = queue(kind_forward, s);
+            for (int part = 0; part < (m_.split ? 2 : 1); ++part) {
+                const std::size_t qx = queue(part == 0 ? kind_backward : kind_weight, s);
+                const double share = !m_.split   ? 1.0
+                                     : part == 0 ? m_.frees_by_i
+                                                 : 1 - m_.frees_by_i;
+                if (share <= 0) continue;
+                for (std::size_t j = cnt_[qx]; j < cnt_[qf]; ++j)
+                    area += share * a * std::max(0.0, head_[qx * mb_ + j] + dur_[qx] - now);
+                double hold = hold_[qf];
+                if (m_.split && part == 0) hold -= info(s).dur[kind_weight];
+                area += share * a * static_cast<double>(mb_ - cnt_[qf]) * hold;
             }
-            lb = std::max(lb, now + area / room(r));
         }
-        return lb;
+        return now + area / room(r);
     }
 
     /// The memo's key (queue counters) and the times every completion depends on: each rank's
