@@ -370,40 +370,8 @@ def main(argv=None):
         status = "relaxation_feasible"
     elif status == "feasible":
         order = enc.decode(true_vars)
-        units, mem_ok = ti_oracle.replay(model, order)
-        out["order"] = [",".join(ti_oracle.action_name(a) for a in row) for row in order]
-        out["makespan"] = round(units * grid, 9)
-        if units > model.H or not mem_ok:
+        if not ti_oracle.confirm_order(args, p, model, order, grid, out):
             status = "unknown"
-            out["reason"] = "the order found does not replay below T within memory"
-        csv_path, tmp_csv = args.csv, None
-        if args.ppsched and not csv_path:
-            fd, tmp_csv = tempfile.mkstemp(suffix=".csv")
-            os.close(fd)
-            csv_path = tmp_csv
-        if csv_path:
-            with open(csv_path, "w") as f:
-                f.write("".join(r + "\n" for r in out["order"]))
-        if args.ppsched:
-            costs = args.costs or os.path.join(os.path.dirname(os.path.abspath(args.problem)),
-                                               "costs.json")
-            cmd = [args.ppsched, "simulate", "--csv", csv_path, "--costs", costs,
-                   "--placement", p["placement"], "--format", "json"]
-            if p["limit"] is not None:
-                cmd += ["--memory-limit", repr(p["limit"])]
-            run = subprocess.run(cmd, capture_output=True, text=True)
-            sim = None
-            try:
-                sim = json.loads(run.stdout)["makespan"]
-            except (ValueError, KeyError, TypeError):
-                pass
-            out["simulated"] = sim
-            out["simulate_exit"] = run.returncode
-            if run.returncode != 0 or sim is None or not sim < args.below - 1e-9:
-                status = "unknown"
-                out["reason"] = "ppsched simulate does not confirm the order"
-        if tmp_csv:
-            os.remove(tmp_csv)
     out["status"] = status
     out["seconds"] = round(time.monotonic() - t0, 2)
     print(json.dumps(out))

@@ -388,6 +388,49 @@ def action_name(a):
     return f"{a[1]}{a[0]}{a[2]}"
 
 
+def confirm_order(args, p, model, order, grid, out):
+    """Checks an order found below args.below (per-rank action lists): replays it here
+    (makespan and memory) and, with args.ppsched, has `ppsched simulate` confirm it; writes it
+    to args.csv if given. Fills out["order"], ["makespan"] and, on failure, ["reason"] (also
+    ["simulated"], ["simulate_exit"]). True when every check passes. Shared with sat_oracle.py."""
+    out["order"] = [",".join(action_name(a) for a in row) for row in order]
+    units, mem_ok = replay(model, order)
+    out["makespan"] = units * grid
+    ok = True
+    if units > model.H or not mem_ok:
+        ok = False
+        out["reason"] = "the order found does not replay below T within memory"
+    csv_path, tmp_csv = args.csv, None
+    if args.ppsched and not csv_path:
+        fd, tmp_csv = tempfile.mkstemp(suffix=".csv")
+        os.close(fd)
+        csv_path = tmp_csv
+    if csv_path:
+        with open(csv_path, "w") as f:
+            f.write("".join(r + "\n" for r in out["order"]))
+    if args.ppsched:
+        costs = args.costs or os.path.join(os.path.dirname(os.path.abspath(args.problem)),
+                                           "costs.json")
+        cmd = [args.ppsched, "simulate", "--csv", csv_path, "--costs", costs,
+               "--placement", p["placement"], "--format", "json"]
+        if p["limit"] is not None:
+            cmd += ["--memory-limit", repr(p["limit"])]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        sim = None
+        try:
+            sim = json.loads(run.stdout)["makespan"]
+        except (ValueError, KeyError, TypeError):
+            pass
+        out["simulated"] = sim
+        out["simulate_exit"] = run.returncode
+        if run.returncode != 0 or sim is None or not sim < args.below - 1e-9:
+            ok = False
+            out["reason"] = "ppsched simulate does not confirm the order"
+    if tmp_csv:
+        os.remove(tmp_csv)
+    return ok
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("problem")
@@ -434,42 +477,8 @@ def main(argv=None):
     if order is not None and model.relaxed:
         status = "relaxation_feasible"  # an order of the relaxation: not replayed
     elif order is not None:
-        rows = [[action_name(a) for a in row] for row in order]
-        out["order"] = [",".join(r) for r in rows]
-        units, mem_ok = replay(model, order)
-        out["makespan"] = units * args.grid
-        if units > model.H or not mem_ok:
+        if not confirm_order(args, p, model, order, args.grid, out):
             status = "unknown"
-            out["reason"] = "the order found does not replay below T within memory"
-        csv_path = args.csv
-        tmp_csv = None
-        if args.ppsched and not csv_path:
-            fd, tmp_csv = tempfile.mkstemp(suffix=".csv")
-            os.close(fd)
-            csv_path = tmp_csv
-        if csv_path:
-            with open(csv_path, "w") as f:
-                f.write("".join(r + "\n" for r in out["order"]))
-        if args.ppsched:
-            costs = args.costs or os.path.join(os.path.dirname(os.path.abspath(args.problem)),
-                                               "costs.json")
-            cmd = [args.ppsched, "simulate", "--csv", csv_path, "--costs", costs,
-                   "--placement", p["placement"], "--format", "json"]
-            if p["limit"] is not None:
-                cmd += ["--memory-limit", repr(p["limit"])]
-            run = subprocess.run(cmd, capture_output=True, text=True)
-            sim = None
-            try:
-                sim = json.loads(run.stdout)["makespan"]
-            except (ValueError, KeyError, TypeError):
-                pass
-            out["simulated"] = sim
-            out["simulate_exit"] = run.returncode
-            if run.returncode != 0 or sim is None or not sim < args.below - 1e-9:
-                status = "unknown"
-                out["reason"] = "ppsched simulate does not confirm the order"
-        if tmp_csv:
-            os.remove(tmp_csv)
     out["status"] = status
     out["seconds"] = round(time.monotonic() - t0, 2)
     print(json.dumps(out))
