@@ -162,7 +162,7 @@ class exact_search {
     }
 
     /// Whether a beam's children take the bound of a rank whose heads did not move from their
-    /// parent (`bound_from`; on by default). Off, every rank is bounded again: for tests, which
+    /// parent (`bound`; on by default). Off, every rank is bounded again: for tests, which
     /// check that the beam is the same either way.
     void reuse_rank_bounds(bool on) { reuse_ = on; }
 
@@ -204,7 +204,7 @@ class exact_search {
         std::vector<std::unique_ptr<exact_search>> helpers;
         std::vector<std::vector<double>> est(threads, std::vector<double>(queues_));
         std::vector<std::vector<child>> found;
-        std::vector<std::vector<double>> found_parts; // their per-rank bounds (`bound_from`)
+        std::vector<std::vector<double>> found_parts; // their per-rank bounds (`bound`)
         std::vector<double> parts;
         std::vector<std::uint64_t> nodes;
         std::unordered_map<std::string, std::vector<double>> seen;
@@ -322,7 +322,7 @@ class exact_search {
         std::vector<std::size_t> cnt;
         std::vector<double> end, free, held;
         std::size_t last;
-        std::vector<double> ranks_bound; // per rank: Jackson, memory x time, ramp (`bound_from`)
+        std::vector<double> ranks_bound; // per rank: Jackson, memory x time, ramp (`bound`)
     };
     /// A child of a beam's partial order: its bound, its ranks' total free time, its parent
     /// and the queue whose next action it appends.
@@ -341,13 +341,13 @@ class exact_search {
     }
 
     /// The children of the beam's partial order `parent` (number `b`, at `depth`) whose bound
-    /// is below the target, appended to `out`, and their per-rank bounds (`bound_from`) to
+    /// is below the target, appended to `out`, and their per-rank bounds (`bound`) to
     /// `ranks_bound`; `nodes` counts them all.
     void expand(const partial& parent, std::size_t b, std::size_t depth, std::vector<double>& est,
                 std::vector<child>& out, std::vector<double>& ranks_bound, std::uint64_t& nodes) {
         load(parent);
         // The parent's heads for `branching_rank` (its bound was below the target when it
-        // joined the beam, and the target has not moved since), and for `bound_from`.
+        // joined the beam, and the target has not moved since), and for `bound`.
         (void)heads_bound();
         heads(est);
         parent_head_ = head_;
@@ -357,9 +357,8 @@ class exact_search {
             const saved undo = append(q, est[q]);
             ++nodes;
             const bool last = depth + 1 == n_;
-            const double lb =
-                last ? *std::max_element(free_.begin(), free_.end())
-                     : bound_from(parent.ranks_bound, static_cast<std::size_t>(rank_[q]));
+            const double lb = last ? *std::max_element(free_.begin(), free_.end())
+                                   : bound(parent.ranks_bound, static_cast<std::size_t>(rank_[q]));
             double spread = 0;
             for (double f : free_) spread += f;
             retract(q, undo);
@@ -369,40 +368,6 @@ class exact_search {
                     ranks_bound.insert(ranks_bound.end(), rank_parts_.begin(), rank_parts_.end());
             }
         }
-    }
-
-    /// `bound()` of a child of a beam's partial order that appended to rank `appended`, with
-    /// the parent's per-rank parts (`parent`, empty at the root): a rank other than `appended`
-    /// whose unscheduled actions kept their heads has the same counts, free time and memory,
-    /// so the same Jackson, memory x time and ramp bounds; only the others are computed. The
-    /// same value as `bound()` to the last bit (the same parts, maxed in another grouping)
-    /// wherever it is below the target; the child's parts are left in `rank_parts_`.
-    [[nodiscard]] double bound_from(const std::vector<double>& parent, std::size_t appended) {
-        double lb = heads_bound();
-        if (lb >= target_) return lb;
-        const bool memory = limited_;
-        same_.assign(ranks_, 0);
-        if (reuse_ && !parent.empty())
-            for (std::size_t r = 0; r < ranks_; ++r)
-                if (r != appended && heads_kept(r)) {
-                    same_[r] = 1;
-                    ++reused_;
-                }
-        rank_parts_.assign(3 * ranks_, 0.0);
-        auto part = [&](std::size_t r, int k, auto&& compute) {
-            const double v = same_[r] ? parent[3 * r + static_cast<std::size_t>(k)] : compute();
-            rank_parts_[3 * r + static_cast<std::size_t>(k)] = v;
-            return v;
-        };
-        for (std::size_t r = 0; r < ranks_; ++r)
-            lb = std::max(lb, part(r, 0, [&] { return one_machine(r); }));
-        if (memory && lb < target_)
-            for (std::size_t r = 0; r < ranks_; ++r)
-                lb = std::max(lb, part(r, 1, [&] { return memory_time(r); }));
-        if (memory && lb < target_)
-            for (std::size_t r = 0; r < ranks_ && lb < target_; ++r)
-                lb = std::max(lb, part(r, 2, [&] { return memory_ramp(r); }));
-        return lb;
     }
 
     /// Whether rank r's unscheduled actions have the heads of `parent_head_`.
@@ -437,11 +402,11 @@ class exact_search {
         double left;
     };
     std::vector<jackson_queue> jackson_; // one_machine's scratch
-    // bound_from's scratch: the parent's heads, the ranks whose parts it reuses, the parts.
+    // `bound`'s scratch: the parent's heads, the ranks whose parts it reuses, the parts.
     std::vector<double> parent_head_, rank_parts_;
     std::vector<char> same_;
     bool reuse_ = true;
-    std::uint64_t reused_ = 0; // ranks whose parts bound_from reused
+    std::uint64_t reused_ = 0; // ranks whose parts `bound` reused
     static constexpr std::size_t npos_ = std::numeric_limits<std::size_t>::max();
     std::vector<ramp_job> ramp_; // memory_ramp's scratch
     ramp_scratch ramp_scratch_;
@@ -596,7 +561,42 @@ class exact_search {
     [[nodiscard]] double room(std::size_t r) const { return m_.limit[r] - m_.parameters[r]; }
 
     /// A lower bound on the makespan of every completion of the current node.
-    [[nodiscard]] double bound() { return finish_bound(heads_bound()); }
+    [[nodiscard]] double bound() { return bound({}, npos_); }
+
+    /// `bound()`: the heads (`heads_bound`), then Jackson's bound of each rank and, with a
+    /// memory limit, memory x time and the memory ramp, O(n log n), each part only while the
+    /// bound is below the target. In a beam, a child that appended to rank `appended` passes
+    /// its parent's per-rank parts (`parent`; empty otherwise): a rank other than `appended`
+    /// whose unscheduled actions kept their heads has the same counts, free time and memory, so
+    /// the same parts, which it takes instead of computing them. The node's parts are left in
+    /// `rank_parts_` (complete wherever the bound is below the target).
+    [[nodiscard]] double bound(const std::vector<double>& parent, std::size_t appended) {
+        double lb = heads_bound();
+        if (lb >= target_) return lb;
+        const bool memory = limited_;
+        same_.assign(ranks_, 0);
+        if (reuse_ && !parent.empty())
+            for (std::size_t r = 0; r < ranks_; ++r)
+                if (r != appended && heads_kept(r)) {
+                    same_[r] = 1;
+                    ++reused_;
+                }
+        rank_parts_.assign(3 * ranks_, 0.0);
+        auto part = [&](std::size_t r, std::size_t k, auto&& compute) {
+            const double v = same_[r] ? parent[3 * r + k] : compute();
+            rank_parts_[3 * r + k] = v;
+            return v;
+        };
+        for (std::size_t r = 0; r < ranks_; ++r)
+            lb = std::max(lb, part(r, 0, [&] { return one_machine(r); }));
+        if (memory && lb < target_)
+            for (std::size_t r = 0; r < ranks_; ++r)
+                lb = std::max(lb, part(r, 1, [&] { return memory_time(r); }));
+        if (memory && lb < target_)
+            for (std::size_t r = 0; r < ranks_ && lb < target_; ++r)
+                lb = std::max(lb, part(r, 2, [&] { return memory_ramp(r); }));
+        return lb;
+    }
 
     /// The first part of `bound()`, O(n): every unscheduled action's head (its earliest start
     /// by its inputs, its rank and memory), and the longest head + duration + tail. At most
@@ -634,28 +634,10 @@ class exact_search {
         return lb;
     }
 
-    /// The rest of `bound()` from `heads_bound()`'s `lb` (the heads filled): Jackson's bound of
-    /// each rank and, with a memory limit, memory x time and the memory ramp. O(n log n).
-    [[nodiscard]] double finish_bound(double lb) {
-        const bool memory = limited_;
-        if (lb >= target_) return lb;
-        lb = std::max(lb, one_machine());
-        if (memory && lb < target_) lb = std::max(lb, memory_time());
-        if (memory && lb < target_) lb = std::max(lb, memory_ramp());
-        return lb;
-    }
-
-    /// The memory ramp (tune/lower_bound.hpp) of each rank from the node: its unscheduled
+    /// The memory ramp (tune/lower_bound.hpp) of rank r from the node: its unscheduled
     /// actions at their heads, its room less what it holds, and its last forward (if still to
     /// run) at its head. The ramp up only while the rank's forwards still to run do not all
     /// fit, and at its first 4 candidate times: O(n log n).
-    [[nodiscard]] double memory_ramp() {
-        double lb = 0;
-        for (std::size_t r = 0; r < ranks_ && lb < target_; ++r) lb = std::max(lb, memory_ramp(r));
-        return lb;
-    }
-
-    /// `memory_ramp()` of rank r alone.
     [[nodiscard]] double memory_ramp(std::size_t r) {
         if (!(m_.limit[r] < 1e300)) return 0;
         ramp_.clear();
@@ -704,19 +686,12 @@ class exact_search {
         return std::numeric_limits<double>::infinity(); // it can never fit
     }
 
-    /// Jackson's preemptive schedule of each rank's unscheduled actions (heads, durations,
+    /// Jackson's preemptive schedule of rank r's unscheduled actions (heads, durations,
     /// tails): the optimum of that one-machine relaxation. Within a queue, heads never fall and
     /// tails never rise with the microbatch (`heads_bound`, `build`), so the released and
     /// unfinished actions of a queue are a run whose first has the largest tail: the schedule
     /// merges the rank's K queues instead of sorting and keeping a heap. O(n K), K the rank's
     /// queues (at most 3 per stage).
-    [[nodiscard]] double one_machine() {
-        double lb = 0;
-        for (std::size_t r = 0; r < ranks_; ++r) lb = std::max(lb, one_machine(r));
-        return lb;
-    }
-
-    /// `one_machine()` of rank r alone.
     [[nodiscard]] double one_machine(std::size_t r) {
         double lb = 0;
         constexpr double never = std::numeric_limits<double>::infinity();
@@ -773,16 +748,9 @@ class exact_search {
         return lb;
     }
 
-    /// Memory x time: from its free time on, a rank holds each taken activation until the
+    /// Memory x time: from its free time on, rank r holds each taken activation until the
     /// action freeing it ends and each future one at least its least holding time, never more
     /// than its room at once.
-    [[nodiscard]] double memory_time() const {
-        double lb = 0;
-        for (std::size_t r = 0; r < ranks_; ++r) lb = std::max(lb, memory_time(r));
-        return lb;
-    }
-
-    /// `memory_time()` of rank r alone.
     [[nodiscard]] double memory_time(std::size_t r) const {
         if (!(room(r) > 0)) return 0;
         double area = 0;
