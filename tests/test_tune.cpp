@@ -15,10 +15,12 @@
 #include "support/tune_suite.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -539,6 +541,69 @@ TEST_CASE("tune: a beam's children reuse their parent's rank bounds without chan
                 CHECK(b.best == a.best);
                 CHECK(b.seq == a.seq);
             }
+    }
+}
+
+TEST_CASE("tune: a beam's thread team runs each job on the threads asked for, and rethrows",
+          "[tune][beam]") {
+    namespace dt = ppsched::detail::tune;
+    dt::thread_team team(2);
+    REQUIRE(team.size() == 3); // the system may refuse threads; this machine does not
+    std::atomic<bool> stop{false};
+    for (std::size_t round = 0; round < 200; ++round) {
+        const std::size_t runs = 1 + round % 4; // 4: more than the team, which runs 3
+        std::vector<int> ran(4, 0);
+        const std::function<void(std::size_t)> work = [&](std::size_t t) { ++ran[t]; };
+        const std::size_t n = team.run(runs, stop, work);
+        CHECK(n == std::min<std::size_t>(runs, 3));
+        for (std::size_t t = 0; t < 4; ++t) CHECK(ran[t] == (t < n ? 1 : 0));
+    }
+    CHECK_FALSE(stop);
+    // An exception on a thread of the team: the others are told to stop, and the caller gets
+    // it once all have returned; the team runs the next job as before.
+    std::atomic<int> finished{0};
+    const std::function<void(std::size_t)> failing = [&](std::size_t t) {
+        if (t == 2) throw std::runtime_error("piece 2 failed");
+        ++finished;
+    };
+    CHECK_THROWS_WITH(team.run(3, stop, failing), "piece 2 failed");
+    CHECK(stop);
+    CHECK(finished == 2);
+    stop = false;
+    std::atomic<int> count{0};
+    const std::function<void(std::size_t)> counting = [&](std::size_t) { ++count; };
+    CHECK(team.run(3, stop, counting) == 3);
+    CHECK(count == 3);
+}
+
+TEST_CASE("tune: a beam drops the children another child dominates before bounding them",
+          "[tune][beam]") {
+    namespace dt = ppsched::detail::tune;
+    tune_problem limited = skew_v_three_activations(), unlimited = limited;
+    unlimited.memory_limit.reset();
+    for (const tune_problem& p : {limited, unlimited}) {
+        const dt::model m = dt::make_model(p);
+        dt::exact_search first(m), late(m);
+        late.drop_dominated_first(false);
+        dt::evaluator ev(m);
+        for (std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
+            INFO("limit " << p.memory_limit.value_or(0) << ", threads " << threads);
+            const auto inf = std::numeric_limits<double>::infinity();
+            const dt::exact_outcome a = first.beam(inf, 64, dt::exact_limits{}, threads);
+            const dt::exact_outcome b = late.beam(inf, 64, dt::exact_limits{}, threads);
+            // Pass 2 finds every dominated child: the selection, which checks the kept ones
+            // again, meets none; without it, the selection drops some, and pass 2 none.
+            CHECK(a.dominated > 0);
+            CHECK(a.dominated_late == 0);
+            CHECK(b.dominated == 0);
+            CHECK(b.dominated_late > 0);
+            for (const dt::exact_outcome* o : {&a, &b}) {
+                REQUIRE(o->improved);
+                const dt::evaluation e = ev.run(o->seq);
+                CHECK(e.ok);
+                CHECK(e.makespan == Approx(o->best).epsilon(1e-12));
+            }
+        }
     }
 }
 

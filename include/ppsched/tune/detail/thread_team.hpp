@@ -1,0 +1,122 @@
+#pragma once
+/// \file tune/detail/thread_team.hpp
+/// `thread_team`: threads kept for a whole beam search (tune/detail/exact_search.hpp) that run
+/// one job at a time together with the calling thread. A beam has two parallel passes per
+/// depth, hundreds of depths, and some of its passes last only tens of microseconds: starting
+/// and joining threads for each one cost about as much as the work.
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace ppsched::detail::tune {
+
+class thread_team {
+  public:
+    /// Starts up to `extra` threads beside the caller's; a thread the system refuses is
+    /// skipped (`size` says how many there are).
+    explicit thread_team(std::size_t extra) {
+        failed_.resize(extra + 1);
+        for (std::size_t t = 1; t <= extra; ++t) {
+            try {
+                threads_.emplace_back([this, t] { serve(t); });
+            } catch (const std::system_error&) {
+                break;
+            }
+        }
+    }
+    thread_team(const thread_team&) = delete;
+    thread_team& operator=(const thread_team&) = delete;
+    ~thread_team() {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            closing_ = true;
+        }
+        wake_.notify_all();
+        for (std::thread& th : threads_) th.join();
+    }
+
+    /// The threads of the team, the caller's included.
+    [[nodiscard]] std::size_t size() const { return threads_.size() + 1; }
+
+    /// Runs `work(t)` for t = 0 (on the calling thread) to min(runs, size()) - 1, and returns
+    /// when all have returned; returns how many ran. Callers share their work out in pieces
+    /// that the running threads take in turn, so the count does not change what is done. An
+    /// exception in `work` sets `stop` (for the others to end early) and is thrown again here
+    /// once all have returned.
+    std::size_t run(std::size_t runs, std::atomic<bool>& stop,
+                    const std::function<void(std::size_t)>& work) {
+        runs = std::max<std::size_t>(1, std::min(runs, size()));
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            job_ = &work;
+            stop_ = &stop;
+            runs_ = runs;
+            pending_ = runs - 1;
+            ++round_;
+        }
+        if (runs > 1) wake_.notify_all();
+        attempt(0);
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            done_.wait(lock, [&] { return pending_ == 0; });
+            job_ = nullptr;
+        }
+        std::exception_ptr first;
+        for (std::exception_ptr& e : failed_)
+            if (e && !first)
+                first = std::exchange(e, nullptr);
+            else
+                e = nullptr;
+        if (first) std::rethrow_exception(first);
+        return runs;
+    }
+
+  private:
+    void attempt(std::size_t t) {
+        try {
+            (*job_)(t);
+        } catch (...) {
+            failed_[t] = std::current_exception();
+            *stop_ = true;
+        }
+    }
+
+    void serve(std::size_t t) {
+        std::uint64_t seen = 0;
+        for (;;) {
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                wake_.wait(lock, [&] { return closing_ || (round_ != seen && t < runs_); });
+                if (closing_) return;
+                seen = round_;
+            }
+            attempt(t);
+            {
+                const std::lock_guard<std::mutex> lock(mutex_);
+                if (--pending_ == 0) done_.notify_one();
+            }
+        }
+    }
+
+    std::vector<std::thread> threads_;
+    std::vector<std::exception_ptr> failed_; // per thread: what its work threw
+    std::mutex mutex_;
+    std::condition_variable wake_, done_;
+    const std::function<void(std::size_t)>* job_ = nullptr;
+    std::atomic<bool>* stop_ = nullptr;
+    std::size_t runs_ = 0, pending_ = 0;
+    std::uint64_t round_ = 0; // jobs posted so far
+    bool closing_ = false;
+};
+
+} // namespace ppsched::detail::tune
