@@ -191,7 +191,6 @@ class exact_search {
         std::optional<thread_team> team; // started at the first depth that can use it
         std::vector<std::vector<double>> est(threads, std::vector<double>(queues_));
         std::vector<made> pieces_made;
-        std::vector<std::uint64_t> nodes;
         made all;                             // the depth's children, in parent order
         std::vector<char> alive;              // per child: not dominated by another (pass 2)
         std::vector<bounded> ranking, chosen; // the depth's bounded children, the kept ones
@@ -220,7 +219,7 @@ class exact_search {
             pieces_made.resize(pieces);
             // Runs `work(s, t, piece, lo, hi)` on every piece of [0, count), on `runs` threads.
             auto in_pieces = [&](std::size_t count, const auto& work) {
-                nodes.assign(pieces, 0);
+                for (made& p : pieces_made) p.nodes = 0;
                 std::atomic<std::size_t> next_piece{0};
                 const std::function<void(std::size_t)> run = [&](std::size_t t) {
                     exact_search& s = t == 0 ? *this : *helpers[t - 1];
@@ -233,12 +232,13 @@ class exact_search {
                     if (!team) team.emplace(threads - 1);
                     out_.threads = std::max(out_.threads, team->run(runs, stop, run));
                 }
-                for (std::size_t i = 0; i < pieces; ++i) out_.nodes += nodes[i];
+                for (const made& p : pieces_made) out_.nodes += p.nodes;
             };
-            // Checked after each parent or child: a bound costs far more than the clock. The
-            // node limit counts this piece's nodes only.
+            // Checked before each parent, and before each child to bound: a bound costs far
+            // more than the clock. The node limit counts this piece's nodes only.
             auto spent = [&](std::size_t piece) {
-                if ((limits_.max_nodes != 0 && out_.nodes + nodes[piece] >= limits_.max_nodes) ||
+                if ((limits_.max_nodes != 0 &&
+                     out_.nodes + pieces_made[piece].nodes >= limits_.max_nodes) ||
                     std::chrono::steady_clock::now() >= limits_.deadline)
                     stop = true;
                 return stop.load(std::memory_order_relaxed);
@@ -249,13 +249,13 @@ class exact_search {
                 made& to = pieces_made[i];
                 to.clear();
                 for (std::size_t b = lo; b < hi && !spent(i); ++b)
-                    s.children_of(beam[b], b, est[t], to, nodes[i]);
+                    s.children_of(beam[b], b, est[t], to);
             });
             if (stop) break;
             all.clear();
             for (const made& p : pieces_made) all.append(p);
             // Pass 2: drop the children another one dominates. Quadratic in the children of
-            // one key, as pass 4's check against the kept ones is.
+            // one key (3-9 % of a beam's time on the small problems, up to p = 8 x m = 32).
             alive.assign(all.kids.size(), 1);
             if (drop_first_) {
                 groups.clear();
@@ -276,8 +276,11 @@ class exact_search {
                 made& to = pieces_made[i];
                 to.clear();
                 s.loaded_ = nullptr; // the state is another parent's (or the beam has moved)
-                for (std::size_t c = lo; c < hi && !spent(i); ++c)
-                    if (alive[c]) s.bound_child(beam, all.kids[c], c, i, last, to);
+                for (std::size_t c = lo; c < hi; ++c)
+                    if (alive[c]) {
+                        if (spent(i)) break;
+                        s.bound_child(beam, all.kids[c], c, i, last, to);
+                    }
             });
             if (stop) break;
             ranking.clear();
@@ -328,6 +331,8 @@ class exact_search {
         }
         for (auto& h : helpers) out_.reused += h->reused_;
         out_.reused += reused_;
+        parent_head_ = nullptr; // they pointed into this beam
+        loaded_ = nullptr;
         if (stop) {
             stopped_ = true;
             return out_;
@@ -356,7 +361,8 @@ class exact_search {
         std::vector<double> end, free, held;
         std::size_t last;
         std::vector<double> ranks_bound; // per rank: Jackson, memory x time, ramp (`bound`)
-        std::vector<double> head;        // every action's head (`heads_bound`; unscheduled ones)
+        std::vector<double> head; // per action: its head (`heads_bound`) if unscheduled, else
+                                  // whatever the bounding thread held there (never read)
     };
     /// A child of a beam's partial order, as made: its parent, the queue whose next action it
     /// appends, its ranks' total free time, and where its memo times start (`made::times`)
@@ -376,6 +382,7 @@ class exact_search {
     /// What a piece of a beam's depth made: children (pass 1) or bounds (pass 3). Aligned to
     /// a cache line: pieces next to each other are filled by different threads at once.
     struct alignas(64) made {
+        std::uint64_t nodes = 0; // children made (pass 1)
         std::vector<generated> kids;
         std::string keys; // `state`'s keys, 2 * queues bytes each
         std::vector<double> times;
@@ -410,7 +417,7 @@ class exact_search {
         to.end = parent.end;
         to.free = parent.free;
         to.held = parent.held;
-        // `append` on `to`'s vectors, swapped in (the search state is reloaded before use).
+        // `append` on `to`'s vectors, swapped in and out again.
         auto swap_state = [&] {
             cnt_.swap(to.cnt);
             end_.swap(to.end);
@@ -420,7 +427,6 @@ class exact_search {
         swap_state();
         (void)append(q, earliest(q));
         swap_state();
-        loaded_ = nullptr;
         to.last = step;
         if (from == nullptr) {
             to.ranks_bound.clear();
@@ -455,9 +461,8 @@ class exact_search {
     }
 
     /// Pass 1 of a beam's depth: the children of partial order `parent` (number `b`), with
-    /// their keys and times, appended to `to`; `nodes` counts them.
-    void children_of(const partial& parent, std::size_t b, std::vector<double>& est, made& to,
-                     std::uint64_t& nodes) {
+    /// their keys and times, appended to `to` (`to.nodes` counts them).
+    void children_of(const partial& parent, std::size_t b, std::vector<double>& est, made& to) {
         load(parent);
         // The parent's heads for `branching_rank`: those its bound found (it was below the
         // target when it joined the beam, and the target has not moved since), at the root
@@ -468,7 +473,7 @@ class exact_search {
         for (std::size_t q = 0; q < queues_; ++q) {
             if (!on_rank(q, only) || !may_append(q, est)) continue;
             const saved undo = append(q, est[q]);
-            ++nodes;
+            ++to.nodes;
             double spread = 0;
             for (double f : free_) spread += f;
             state(key_, times_);

@@ -1,7 +1,7 @@
 #pragma once
 /// \file tune/detail/thread_team.hpp
 /// `thread_team`: threads kept for a whole beam search (tune/detail/exact_search.hpp) that run
-/// one job at a time together with the calling thread. A beam has two parallel passes per
+/// one job at a time together with the calling thread. A beam has three parallel passes per
 /// depth, hundreds of depths, and some of its passes last only tens of microseconds: starting
 /// and joining threads for each one cost about as much as the work.
 
@@ -22,28 +22,25 @@ namespace ppsched::detail::tune {
 
 class thread_team {
   public:
-    /// Starts up to `extra` threads beside the caller's; a thread the system refuses is
-    /// skipped (`size` says how many there are).
+    /// Starts up to `extra` threads beside the caller's; when the system refuses one, the
+    /// team is the threads started before it (`size` says how many there are).
     explicit thread_team(std::size_t extra) {
         failed_.resize(extra + 1);
+        threads_.reserve(extra);
         for (std::size_t t = 1; t <= extra; ++t) {
             try {
                 threads_.emplace_back([this, t] { serve(t); });
             } catch (const std::system_error&) {
                 break;
+            } catch (...) {
+                close(); // the started ones must not outlive the half-built team
+                throw;
             }
         }
     }
     thread_team(const thread_team&) = delete;
     thread_team& operator=(const thread_team&) = delete;
-    ~thread_team() {
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            closing_ = true;
-        }
-        wake_.notify_all();
-        for (std::thread& th : threads_) th.join();
-    }
+    ~thread_team() { close(); }
 
     /// The threads of the team, the caller's included.
     [[nodiscard]] std::size_t size() const { return threads_.size() + 1; }
@@ -82,6 +79,15 @@ class thread_team {
     }
 
   private:
+    void close() {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            closing_ = true;
+        }
+        wake_.notify_all();
+        for (std::thread& th : threads_) th.join();
+    }
+
     void attempt(std::size_t t) {
         try {
             (*job_)(t);
