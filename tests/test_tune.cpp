@@ -411,6 +411,14 @@ tune_problem skew_v_three_activations() {
     return p;
 }
 
+/// The problem above with its memory limit, and without one: the beam tests run both (with a
+/// limit, the memory parts of the bound and the memory-delayed heads take part too).
+std::vector<tune_problem> limited_and_unlimited() {
+    tune_problem limited = skew_v_three_activations(), unlimited = limited;
+    unlimited.memory_limit.reset();
+    return {limited, unlimited};
+}
+
 /// `quick(evaluations)` with beams up to `widest` and no exact phase (so nothing proves an order
 /// optimal and every beam runs); the evaluation limit ends it, not the clock of a loaded
 /// machine.
@@ -542,9 +550,7 @@ TEST_CASE("tune: a beam's children reuse their parent's rank bounds without chan
     // With and without a memory limit (the ramp and memory x time are reused too); with no
     // incumbent, and with one just above the beam's answer, where many children reach it and
     // their bounds stop early.
-    tune_problem limited = skew_v_three_activations(), unlimited = limited;
-    unlimited.memory_limit.reset();
-    for (const tune_problem& p : {limited, unlimited}) {
+    for (const tune_problem& p : limited_and_unlimited()) {
         const dt::model m = dt::make_model(p);
         dt::exact_search fresh(m), reusing(m);
         fresh.reuse_rank_bounds(false);
@@ -607,9 +613,7 @@ TEST_CASE("tune: a beam's thread team runs each job on the threads asked for, an
 TEST_CASE("tune: a beam drops the children another child dominates before bounding them",
           "[tune][beam]") {
     namespace dt = ppsched::detail::tune;
-    tune_problem limited = skew_v_three_activations(), unlimited = limited;
-    unlimited.memory_limit.reset();
-    for (const tune_problem& p : {limited, unlimited}) {
+    for (const tune_problem& p : limited_and_unlimited()) {
         const dt::model m = dt::make_model(p);
         dt::exact_search first(m), late(m);
         late.drop_dominated_first(false);

@@ -467,9 +467,10 @@ class exact_search {
         // The parent's heads for `branching_rank`: those its bound found (it was below the
         // target when it joined the beam, and the target has not moved since), at the root
         // worked out here.
-        if (parent.head.empty()) (void)heads_bound();
+        const bool root = parent.head.empty();
+        if (root) (void)heads_bound();
         heads(est);
-        const std::size_t only = branching_rank(est, parent.head.empty() ? head_ : parent.head);
+        const std::size_t only = branching_rank(est, root ? head_ : parent.head);
         for (std::size_t q = 0; q < queues_; ++q) {
             if (!on_rank(q, only) || !may_append(q, est)) continue;
             const saved undo = append(q, est[q]);
