@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/sanitized.hpp"
 #include "support/exhaustive_optimum.hpp"
 #include "support/tune_suite.hpp"
 
@@ -111,15 +112,18 @@ void check_result(const tune_problem& p, const tune_result& r) {
     }
 }
 
+// The thread counts the beam tests compare: 1 and 2; under the sanitizers (several times
+// slower) 2 only, whose pieces run the same code as one thread's.
+std::vector<std::size_t> beam_threads() {
+    return ppsched_test::sanitized ? std::vector<std::size_t>{2} : std::vector<std::size_t>{1, 2};
+}
+
 } // namespace
 
-// The sanitizer build (about ten times slower) runs the suite's problems with 2 and 4 ranks;
-// the g++ and clang builds run all of them.
-#if defined(__SANITIZE_ADDRESS__)
-const std::vector<int> suite_ranks{2, 4};
-#else
-const std::vector<int> suite_ranks{2, 4, 8};
-#endif
+// The sanitizer builds (about ten times slower) run the suite's problems with 2 and 4 ranks;
+// the others all of them.
+const std::vector<int> suite_ranks =
+    ppsched_test::sanitized ? std::vector<int>{2, 4} : std::vector<int>{2, 4, 8};
 
 TEST_CASE("tune: on every problem of the suite the order is valid, fits and beats the built-ins",
           "[tune]") {
@@ -557,7 +561,7 @@ TEST_CASE("tune: a beam's children reuse their parent's rank bounds without chan
         const auto inf = std::numeric_limits<double>::infinity();
         const double best = fresh.beam(inf, 64, dt::exact_limits{}, 1).best;
         for (const double incumbent : {inf, best * 1.001})
-            for (std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
+            for (std::size_t threads : beam_threads()) {
                 INFO("limit " << p.memory_limit.value_or(0) << ", incumbent " << incumbent
                               << ", threads " << threads);
                 const dt::exact_outcome a = fresh.beam(incumbent, 64, dt::exact_limits{}, threads);
@@ -618,7 +622,7 @@ TEST_CASE("tune: a beam drops the children another child dominates before boundi
         dt::exact_search first(m), late(m);
         late.drop_dominated_first(false);
         dt::evaluator ev(m);
-        for (std::size_t threads : {std::size_t{1}, std::size_t{2}}) {
+        for (std::size_t threads : beam_threads()) {
             INFO("limit " << p.memory_limit.value_or(0) << ", threads " << threads);
             const auto inf = std::numeric_limits<double>::infinity();
             const dt::exact_outcome a = first.beam(inf, 64, dt::exact_limits{}, threads);
@@ -641,12 +645,8 @@ TEST_CASE("tune: a beam drops the children another child dominates before boundi
 
 TEST_CASE("tune: the exact phase never loses to the heuristics and proves what it claims",
           "[tune][exact]") {
-    // Problems with 2 ranks, and with 4 ranks and m = 4 (the sanitizer build: 2 ranks).
-#if defined(__SANITIZE_ADDRESS__)
-    const int largest = 2;
-#else
-    const int largest = 4;
-#endif
+    // Problems with 2 ranks, and with 4 ranks and m = 4 (the sanitizer builds: 2 ranks).
+    const int largest = ppsched_test::sanitized ? 2 : 4;
     for (const auto& sp : ppsched_test::tune_suite({2, 4})) {
         if (sp.problem.ranks > largest || sp.problem.microbatches > 4) continue;
         INFO(sp.name);
