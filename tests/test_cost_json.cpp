@@ -89,7 +89,13 @@ TEST_CASE("malformed JSON is reported with the file, line and column", "[cost_js
     CHECK(error_of("{\"F\": 1, \"F\": 2}") ==
           "costs.json:1:10: expected each key once ('F' repeats), found '\"'");
     CHECK(error_of("{\"F\": 1e999}") ==
-          "costs.json:1:7: expected a number that fits a double, found '1'");
+          "costs.json:1:7: expected a number that fits a double, found '1e999'");
+    CHECK(error_of("{\"F\": -2.5e-400}") ==
+          "costs.json:1:7: expected a number that fits a double, found '-2.5e-400'");
+    // A long one is cut to its first 40 characters.
+    CHECK(error_of("{\"F\": 1" + std::string(400, '0') + "}") ==
+          "costs.json:1:7: expected a number that fits a double, found '1" + std::string(39, '0') +
+              "'");
     CHECK(error_of(std::string(100, '[') + std::string(100, ']')).find("nested") !=
           std::string::npos);
     CHECK(error_of("") == "costs.json:1:1: expected a value, found the end of the text");

@@ -89,6 +89,9 @@ ppsched_cli_test(tune_costs_wrong_length 2 STDERR_HAS "8 per-stage entries but t
 ppsched_cli_test(tune_costs_ragged 2 STDERR_HAS "'B' has 4 entries but 'F' has 3"
                  ARGS tune --ranks 4 --microbatches 8 --costs ${data}/costs_ragged_4.json)
 ppsched_cli_test(tune_infinite_cost 2 STDERR_HAS "finite" ARGS tune --ranks 2 --microbatches 2 --f inf)
+ppsched_cli_test(tune_cost_file_out_of_range 2
+                 STDERR_HAS "costs_out_of_range.json:1:11: expected a number that fits a double, found '1e999'"
+                 ARGS tune --ranks 2 --microbatches 2 --costs ${data}/costs_out_of_range.json)
 ppsched_cli_test(tune_huge_cost 2 STDERR_HAS "too large"
                  ARGS tune --ranks 2 --microbatches 2 --f 1e300)
 ppsched_cli_test(tune_dual 2 STDERR_HAS "--placement must be loop or v"

@@ -83,7 +83,9 @@ class parser {
   private:
     static constexpr int max_depth = 64;
 
-    [[noreturn]] void fail(const std::string& message) const {
+    /// Throws `message` at pos_, with what is found there: the character at pos_, or the text
+    /// `what` (quoted) where the caller gives it.
+    [[noreturn]] void fail(const std::string& message, std::string_view what = {}) const {
         // Line and column of pos_, counted on demand: errors are rare, text is small.
         std::size_t line = 1, column = 1;
         for (std::size_t i = 0; i < pos_ && i < s_.size(); ++i) {
@@ -95,7 +97,9 @@ class parser {
             }
         }
         std::string found;
-        if (pos_ >= s_.size())
+        if (!what.empty())
+            found = "'" + std::string(what) + "'";
+        else if (pos_ >= s_.size())
             found = "the end of the text";
         else if (s_[pos_] >= ' ' && s_[pos_] < 127)
             found = std::string("'") + s_[pos_] + "'";
@@ -250,8 +254,10 @@ class parser {
         double out = 0;
         const auto [end, ec] = std::from_chars(s_.data() + start, s_.data() + pos_, out);
         if (ec == std::errc::result_out_of_range) {
+            const std::string_view text = s_.substr(start, pos_ - start);
             pos_ = start;
-            fail("expected a number that fits a double");
+            fail("expected a number that fits a double",
+                 text.size() <= 40 ? text : text.substr(0, 40)); // a long one is cut short
         }
         (void)end;
         return out;
