@@ -223,7 +223,7 @@ cpu_seconds() {
 
 for phase in "${phases[@]}"; do
   if ! declare -F "phase_$phase" >/dev/null; then
-    echo "test-all: unknown phase '$phase' (phases: ${all_phases[*]})" >&2
+    echo "test-all: unknown phase '$phase' (phases: ${all_phases[*]}; also asan)" >&2
     exit 2
   fi
 done

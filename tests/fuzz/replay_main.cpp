@@ -1,6 +1,6 @@
 // Replays a corpus through a fuzz target without libFuzzer: every file under each directory
-// (or each file) given on the command line, in name order. Built with g++ and the sanitizers
-// as a plain test, so CI checks every committed input on every run.
+// (or each file) given on the command line, in name order. Built as a plain test in every
+// preset (in `clang` under ASan + UBSan), so CI checks every committed input on every run.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
