@@ -11,8 +11,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "support/sanitized.hpp"
 #include "support/exhaustive_optimum.hpp"
+#include "support/sanitized.hpp"
 #include "support/tune_suite.hpp"
 
 #include <algorithm>

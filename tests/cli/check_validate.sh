@@ -18,22 +18,26 @@ trap 'rm -rf "$tmp"' EXIT
 failed=0 checked=0
 fail() { echo "FAIL: $*"; failed=1; }
 
-seen=0
-for f in "$conf"/torch/comms/*.csv "$conf"/*/compute/*.csv; do
-  seen=$((seen + 1))
-  (((seen - 1) % every == 0)) || continue
+# Sets `picked` to the 1st, (EVERY+1)-th, ... of the files given.
+pick() {
+  picked=()
+  local i=0 f
+  for f in "$@"; do
+    ((i++ % every == 0)) && picked+=("$f")
+  done
+}
+orders=("$conf"/torch/comms/*.csv "$conf"/*/compute/*.csv)
+pick "${orders[@]}"
+for f in "${picked[@]}"; do
   checked=$((checked + 1))
   "$tool" validate "$f" >"$tmp/out" 2>&1 || fail "$f: exit $? ($(head -c 300 "$tmp/out"))"
 done
-orders=$seen
-seen=0
-for f in "$conf"/torch/comms/*.csv; do
-  seen=$((seen + 1))
-  (((seen - 1) % every == 0)) || continue
+pick "$conf"/torch/comms/*.csv
+for f in "${picked[@]}"; do
   "$tool" validate --transport rendezvous "$f" >"$tmp/out" 2>&1 \
     || fail "$f under rendezvous: exit $?"
 done
-echo "validated $checked of $orders conformance orders"
+echo "validated $checked of ${#orders[@]} conformance orders"
 ((checked > 0)) || fail "no conformance order validated (is $conf there?)"
 
 compute=$conf/torch/compute/Interleaved1F1B_pp4_mb8_v2.csv

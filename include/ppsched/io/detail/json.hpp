@@ -256,8 +256,7 @@ class parser {
         if (ec == std::errc::result_out_of_range) {
             const std::string_view text = s_.substr(start, pos_ - start);
             pos_ = start;
-            fail("expected a number that fits a double",
-                 text.size() <= 40 ? text : text.substr(0, 40)); // a long one is cut short
+            fail("expected a number that fits a double", text.substr(0, 40)); // a long one cut
         }
         (void)end;
         return out;
