@@ -579,6 +579,32 @@ TEST_CASE("tune: a beam's children reuse their parent's rank bounds without chan
     }
 }
 
+TEST_CASE("tune: on the suite, a beam that reuses rank bounds is the beam that works every one "
+          "out",
+          "[tune][beam]") {
+    // Every third problem with 2 and 4 ranks and m <= 2p (cost shapes, placements, latencies
+    // and memory cases in turn; the sanitizer builds: every twelfth).
+    namespace dt = ppsched::detail::tune;
+    const std::size_t every = ppsched_test::sanitized ? 12 : 3;
+    std::size_t at = 0, reused = 0;
+    for (const auto& sp : ppsched_test::tune_suite({2, 4})) {
+        if (sp.problem.microbatches > 2 * sp.problem.ranks || at++ % every != 0) continue;
+        INFO(sp.name);
+        const dt::model m = dt::make_model(sp.problem);
+        dt::exact_search fresh(m), reusing(m);
+        fresh.reuse_rank_bounds(false);
+        const auto inf = std::numeric_limits<double>::infinity();
+        const dt::exact_outcome a = fresh.beam(inf, 16, dt::exact_limits{}, 1);
+        const dt::exact_outcome b = reusing.beam(inf, 16, dt::exact_limits{}, 1);
+        CHECK(b.nodes == a.nodes);
+        CHECK(b.improved == a.improved);
+        CHECK(b.best == a.best);
+        CHECK(b.seq == a.seq);
+        reused += b.reused;
+    }
+    CHECK(reused > 0);
+}
+
 TEST_CASE("tune: a beam's thread team runs each job on the threads asked for, and rethrows",
           "[tune][beam]") {
     namespace dt = ppsched::detail::tune;

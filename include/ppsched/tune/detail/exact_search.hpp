@@ -190,9 +190,11 @@ class exact_search {
         std::vector<std::unique_ptr<exact_search>> helpers;
         std::optional<thread_team> team; // started at the first depth that can use it
         std::vector<std::vector<double>> est(threads, std::vector<double>(queues_));
-        std::vector<made> pieces_made;
-        made all;                             // the depth's children, in parent order
-        std::vector<char> alive;              // per child: not dominated by another (pass 2)
+        std::vector<made> pieces_made; // pass 3's, per piece
+        std::vector<made> kids_made;   // pass 1's, per piece (made in pass 4 of the depth before)
+        std::size_t kids_pieces = 0;   // how many pieces made the children, 0: none yet
+        made all;                      // the depth's children, in parent order
+        std::vector<char> alive;       // per child: not dominated by another (pass 2)
         std::vector<bounded> ranking, chosen; // the depth's bounded children, the kept ones
         std::unordered_map<std::string_view, std::vector<std::size_t>> groups;
         std::unordered_map<std::string, std::vector<double>> seen;
@@ -217,9 +219,9 @@ class exact_search {
                 h->reuse_ = reuse_;
             }
             pieces_made.resize(pieces);
+            kids_made.resize(std::max(kids_made.size(), pieces));
             // Runs `work(s, t, piece, lo, hi)` on every piece of [0, count), on `runs` threads.
             auto in_pieces = [&](std::size_t count, const auto& work) {
-                for (made& p : pieces_made) p.nodes = 0;
                 std::atomic<std::size_t> next_piece{0};
                 const std::function<void(std::size_t)> run = [&](std::size_t t) {
                     exact_search& s = t == 0 ? *this : *helpers[t - 1];
@@ -232,28 +234,39 @@ class exact_search {
                     if (!team) team.emplace(threads - 1);
                     out_.threads = std::max(out_.threads, team->run(runs, stop, run));
                 }
-                for (const made& p : pieces_made) out_.nodes += p.nodes;
             };
             // Checked before each parent, and before each child to bound: a bound costs far
-            // more than the clock. The node limit counts this piece's nodes only.
-            auto spent = [&](std::size_t piece) {
-                if ((limits_.max_nodes != 0 &&
-                     out_.nodes + pieces_made[piece].nodes >= limits_.max_nodes) ||
+            // more than the clock. The node limit counts the nodes of the piece (`nodes`).
+            auto spent = [&](std::uint64_t nodes) {
+                if ((limits_.max_nodes != 0 && out_.nodes + nodes >= limits_.max_nodes) ||
                     std::chrono::steady_clock::now() >= limits_.deadline)
                     stop = true;
                 return stop.load(std::memory_order_relaxed);
             };
-            // Pass 1: the children.
-            in_pieces(beam.size(), [&](exact_search& s, std::size_t t, std::size_t i,
-                                       std::size_t lo, std::size_t hi) {
-                made& to = pieces_made[i];
+            // The children of partial orders [lo, hi) of `from`, into piece i.
+            auto make_children = [&](exact_search& s, std::size_t t, std::size_t i,
+                                     const std::vector<partial>& from, std::size_t lo,
+                                     std::size_t hi) {
+                made& to = kids_made[i];
                 to.clear();
-                for (std::size_t b = lo; b < hi && !spent(i); ++b)
-                    s.children_of(beam[b], b, est[t], to);
-            });
+                to.nodes = 0;
+                for (std::size_t b = lo; b < hi && !spent(to.nodes); ++b)
+                    s.children_of(from[b], b, est[t], to);
+            };
+            auto count_children = [&] {
+                for (std::size_t i = 0; i < kids_pieces; ++i) out_.nodes += kids_made[i].nodes;
+            };
+            // Pass 1: the children (at the root; then pass 4 of the depth before made them).
+            if (kids_pieces == 0) {
+                in_pieces(beam.size(),
+                          [&](exact_search& s, std::size_t t, std::size_t i, std::size_t lo,
+                              std::size_t hi) { make_children(s, t, i, beam, lo, hi); });
+                kids_pieces = pieces;
+                count_children();
+            }
             if (stop) break;
             all.clear();
-            for (const made& p : pieces_made) all.append(p);
+            for (std::size_t i = 0; i < kids_pieces; ++i) all.append(kids_made[i]);
             // Pass 2: drop the children another one dominates. Quadratic in the children of
             // one key (3-9 % of a beam's time on the small problems, up to p = 8 x m = 32).
             alive.assign(all.kids.size(), 1);
@@ -278,7 +291,7 @@ class exact_search {
                 s.loaded_ = nullptr; // the state is another parent's (or the beam has moved)
                 for (std::size_t c = lo; c < hi; ++c)
                     if (alive[c]) {
-                        if (spent(i)) break;
+                        if (spent(0)) break;
                         s.bound_child(beam, all.kids[c], c, i, last, to);
                     }
             });
@@ -297,6 +310,10 @@ class exact_search {
             seen.clear();
             for (const bounded& b : ranking) {
                 if (chosen.size() >= width) break;
+                if (drop_first_) { // none dominates another after pass 2
+                    chosen.push_back(b);
+                    continue;
+                }
                 key.assign(key_of(b.kid));
                 times.assign(times_of(b.kid), times_of(b.kid) + all.kids[b.kid].times_size);
                 if (dominated_in(seen, key, times)) {
@@ -306,8 +323,9 @@ class exact_search {
                 seen[key].insert(seen[key].end(), times.begin(), times.end());
                 chosen.push_back(b);
             }
-            // Their partial orders (`next`, whose vectors keep their storage), each from its
-            // parent and its action.
+            // Pass 4: their partial orders (`next`, whose vectors keep their storage), each from
+            // its parent and its action, and (but at the last depth) their children, on the
+            // thread that made them, while they are in its cache (pass 1 of the next depth).
             const std::size_t first_step = trail.size();
             for (const bounded& b : chosen) {
                 const generated& c = all.kids[b.kid];
@@ -317,15 +335,18 @@ class exact_search {
                      m_.node(stage_[c.q], static_cast<int>(parent.cnt[c.q]), kind_[c.q])});
             }
             if (next.size() < chosen.size()) next.resize(chosen.size());
-            in_pieces(chosen.size(), [&](exact_search& s, std::size_t, std::size_t, std::size_t lo,
-                                         std::size_t hi) {
+            in_pieces(chosen.size(), [&](exact_search& s, std::size_t t, std::size_t i,
+                                         std::size_t lo, std::size_t hi) {
                 for (std::size_t k = lo; k < hi; ++k) {
                     const bounded& b = chosen[k];
                     s.make_partial(beam[all.kids[b.kid].parent], all.kids[b.kid].q,
                                    last ? nullptr : &pieces_made[b.piece], b.stored, first_step + k,
                                    next[k]);
                 }
+                if (!last) make_children(s, t, i, next, lo, hi);
             });
+            kids_pieces = pieces;
+            if (!last) count_children();
             next.resize(chosen.size());
             beam.swap(next);
         }
