@@ -112,6 +112,9 @@ class thread_team {
         for (unsigned i = 1;; ++i) {
             if (ready()) return true;
             if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) return ready();
+            // Now and then the core goes to a thread with work, where there are more threads
+            // than cores (4 threads on 2 cores: 0.13 s for a width-256 beam instead of 0.23 s).
+            if (i % 4096 == 0) std::this_thread::yield();
         }
     }
 
