@@ -871,20 +871,30 @@ class exact_search {
         if (qs.empty()) return 0;
         double t = never;
         for (const auto& x : qs) t = std::min(t, head_[x.q * mb_ + x.next]);
-        for (;;) {
-            // Release what has arrived; the next arrival; the largest tail ready.
-            double arrival = never, best_tail = -never;
-            bool pending = false;
-            std::size_t pick = qs.size();
-            for (std::size_t i = 0; i < qs.size(); ++i) {
-                auto& x = qs[i];
+        // Releases only happen when the clock reaches the next arrival: only then are the
+        // queues scanned for them (and the next arrival found again).
+        double arrival = never;
+        bool pending = false;
+        auto release = [&] {
+            arrival = never;
+            pending = false;
+            for (auto& x : qs) {
                 while (x.next < mb_ && head_[x.q * mb_ + x.next] <= t) ++x.next;
                 if (x.next < mb_) {
                     pending = true;
                     arrival = std::min(arrival, head_[x.q * mb_ + x.next]);
                 }
-                // The largest tail; at a tie the most time left (the order of a heap of
-                // (tail, left) pairs: the same sums, so the same bound to the last bit).
+            }
+        };
+        release();
+        for (;;) {
+            if (t >= arrival) release();
+            // The largest tail ready; at a tie the most time left (the order of a heap of
+            // (tail, left) pairs: the same sums, so the same bound to the last bit).
+            double best_tail = -never;
+            std::size_t pick = qs.size();
+            for (std::size_t i = 0; i < qs.size(); ++i) {
+                const auto& x = qs[i];
                 if (x.first == x.next) continue; // nothing released and unfinished
                 const double tl = tail_[x.q * mb_ + x.first];
                 if (pick == qs.size() || tl > best_tail ||
