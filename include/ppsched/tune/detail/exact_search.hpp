@@ -159,7 +159,8 @@ class exact_search {
     /// states: on the 720 beams of widths 16 and 64 of the auto-scheduler's small problems
     /// (tests/support/tune_suite.hpp, p = 2 and 4, m = p and 2p) it found 38 better orders and 7
     /// worse than dropping only children dominated by a kept one. (3) The others are bounded.
-    /// (4) The kept ones become the next depth's partial orders.
+    /// (4) The kept ones become the next depth's partial orders, and each one's children are
+    /// made right after it (the next depth's pass 1, but at the root), while it is in cache.
     ///
     /// With `threads` > 1, passes (1), (3) and (4) of a depth with 64 parents or more run on up
     /// to that many threads (one per 32 parents; `thread_team`), each with its own copy of the
