@@ -561,6 +561,7 @@ class exact_search {
     struct jackson_queue {
         std::size_t q, first, next;
         double left;
+        double front; // the tail of `first` while it is released and unfinished, else -inf
     };
     std::vector<jackson_queue> jackson_; // one_machine's scratch
     // `bound`'s scratch: the parent's heads, the ranks whose parts it reuses, the parts.
@@ -867,7 +868,7 @@ class exact_search {
         for (int s : m_.rank_stages[r])
             for (int k = 0; k < m_.kinds(); ++k) {
                 const std::size_t q = queue(k, s);
-                if (cnt_[q] < mb_) qs.push_back({q, cnt_[q], cnt_[q], dur_[q]});
+                if (cnt_[q] < mb_) qs.push_back({q, cnt_[q], cnt_[q], dur_[q], -never});
             }
         if (qs.empty()) return 0;
         double t = never;
@@ -881,6 +882,7 @@ class exact_search {
             pending = false;
             for (auto& x : qs) {
                 while (x.next < mb_ && head_[x.q * mb_ + x.next] <= t) ++x.next;
+                if (x.first < x.next) x.front = tail_[x.q * mb_ + x.first];
                 if (x.next < mb_) {
                     pending = true;
                     arrival = std::min(arrival, head_[x.q * mb_ + x.next]);
@@ -892,15 +894,14 @@ class exact_search {
             if (t >= arrival) release();
             // The largest tail ready; at a tie the most time left (the order of a heap of
             // (tail, left) pairs: the same sums, so the same bound to the last bit).
-            double best_tail = -never;
+            // (A queue with nothing released and unfinished has front -inf: never picked.)
+            double best_tail = -never, best_left = never;
             std::size_t pick = qs.size();
             for (std::size_t i = 0; i < qs.size(); ++i) {
                 const auto& x = qs[i];
-                if (x.first == x.next) continue; // nothing released and unfinished
-                const double tl = tail_[x.q * mb_ + x.first];
-                if (pick == qs.size() || tl > best_tail ||
-                    (tl == best_tail && x.left > qs[pick].left)) {
-                    best_tail = tl;
+                if (x.front > best_tail || (x.front == best_tail && x.left > best_left)) {
+                    best_tail = x.front;
+                    best_left = x.left;
                     pick = i;
                 }
             }
@@ -916,6 +917,7 @@ class exact_search {
                 lb = std::max(lb, t + best_tail);
                 ++x.first;
                 x.left = dur_[x.q];
+                x.front = x.first < x.next ? tail_[x.q * mb_ + x.first] : -never;
             } else {
                 x.left -= run;
             }
