@@ -193,7 +193,6 @@ class exact_search {
         std::vector<std::vector<double>> est(threads, std::vector<double>(queues_));
         std::vector<made> pieces_made; // pass 3's, per piece
         std::vector<made> kids_made;   // pass 1's, per piece (made in pass 4 of the depth before)
-        std::size_t kids_pieces = 0;   // how many pieces made the children, 0: none yet
         made all;                      // the depth's children, in parent order
         std::vector<char> alive;       // per child: not dominated by another (pass 2)
         std::vector<bounded> ranking, chosen; // the depth's bounded children, the kept ones
@@ -220,7 +219,6 @@ class exact_search {
                 h->reuse_ = reuse_;
             }
             pieces_made.resize(pieces);
-            kids_made.resize(std::max(kids_made.size(), pieces));
             // Runs `work(s, t, piece, lo, hi)` on every piece of [0, count), on `runs` threads.
             auto in_pieces = [&](std::size_t count, const auto& work) {
                 std::atomic<std::size_t> next_piece{0};
@@ -244,7 +242,8 @@ class exact_search {
                     stop = true;
                 return stop.load(std::memory_order_relaxed);
             };
-            // The children of partial orders [lo, hi) of `from`, into piece i.
+            // The children of partial orders [lo, hi) of `from`, into piece i of `kids_made`
+            // (sized to the pieces before the pass that fills it).
             auto make_children = [&](exact_search& s, std::size_t t, std::size_t i,
                                      const std::vector<partial>& from, std::size_t lo,
                                      std::size_t hi) {
@@ -255,19 +254,19 @@ class exact_search {
                     s.children_of(from[b], b, est[t], to);
             };
             auto count_children = [&] {
-                for (std::size_t i = 0; i < kids_pieces; ++i) out_.nodes += kids_made[i].nodes;
+                for (const made& p : kids_made) out_.nodes += p.nodes;
             };
             // Pass 1: the children (at the root; then pass 4 of the depth before made them).
-            if (kids_pieces == 0) {
+            if (depth == 0) {
+                kids_made.resize(pieces);
                 in_pieces(beam.size(),
                           [&](exact_search& s, std::size_t t, std::size_t i, std::size_t lo,
                               std::size_t hi) { make_children(s, t, i, beam, lo, hi); });
-                kids_pieces = pieces;
                 count_children();
             }
             if (stop) break;
             all.clear();
-            for (std::size_t i = 0; i < kids_pieces; ++i) all.append(kids_made[i]);
+            for (const made& p : kids_made) all.append(p);
             // Pass 2: drop the children another one dominates. Quadratic in the children of
             // one key (3-9 % of a beam's time on the small problems, up to p = 8 x m = 32).
             alive.assign(all.kids.size(), 1);
@@ -311,22 +310,20 @@ class exact_search {
             seen.clear();
             for (const bounded& b : ranking) {
                 if (chosen.size() >= width) break;
-                if (drop_first_) { // none dominates another after pass 2
-                    chosen.push_back(b);
-                    continue;
+                if (!drop_first_) { // (after pass 2 no child dominates another)
+                    key.assign(key_of(b.kid));
+                    times.assign(times_of(b.kid), times_of(b.kid) + all.kids[b.kid].times_size);
+                    if (dominated_in(seen, key, times)) {
+                        ++out_.dominated_late;
+                        continue;
+                    }
+                    seen[key].insert(seen[key].end(), times.begin(), times.end());
                 }
-                key.assign(key_of(b.kid));
-                times.assign(times_of(b.kid), times_of(b.kid) + all.kids[b.kid].times_size);
-                if (dominated_in(seen, key, times)) {
-                    ++out_.dominated_late;
-                    continue;
-                }
-                seen[key].insert(seen[key].end(), times.begin(), times.end());
                 chosen.push_back(b);
             }
-            // Pass 4: their partial orders (`next`, whose vectors keep their storage), each from
-            // its parent and its action, and (but at the last depth) their children, on the
-            // thread that made them, while they are in its cache (pass 1 of the next depth).
+            // Their partial orders (`next`, whose vectors keep their storage), each from its
+            // parent and its action, and (but at the last depth) their children, on the thread
+            // that made them, while they are in its cache (pass 1 of the next depth).
             const std::size_t first_step = trail.size();
             for (const bounded& b : chosen) {
                 const generated& c = all.kids[b.kid];
@@ -336,6 +333,7 @@ class exact_search {
                      m_.node(stage_[c.q], static_cast<int>(parent.cnt[c.q]), kind_[c.q])});
             }
             if (next.size() < chosen.size()) next.resize(chosen.size());
+            if (!last) kids_made.resize(pieces);
             in_pieces(chosen.size(), [&](exact_search& s, std::size_t t, std::size_t i,
                                          std::size_t lo, std::size_t hi) {
                 for (std::size_t k = lo; k < hi; ++k) {
@@ -346,7 +344,6 @@ class exact_search {
                 }
                 if (!last) make_children(s, t, i, next, lo, hi);
             });
-            kids_pieces = pieces;
             if (!last) count_children();
             next.resize(chosen.size());
             beam.swap(next);

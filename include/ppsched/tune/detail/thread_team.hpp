@@ -89,8 +89,7 @@ class thread_team {
     void close() {
         {
             const std::lock_guard<std::mutex> lock(mutex_);
-            closing_ = true;
-            closing_flag_.store(true, std::memory_order_release);
+            closing_.store(true, std::memory_order_release);
         }
         wake_.notify_all();
         for (std::thread& th : threads_) th.join();
@@ -124,7 +123,7 @@ class thread_team {
             // A new round (or the team closing) is seen spinning, or else sleeping.
             (void)spin_until([&] {
                 return round_.load(std::memory_order_acquire) != seen ||
-                       closing_flag_.load(std::memory_order_acquire);
+                       closing_.load(std::memory_order_acquire);
             });
             {
                 std::unique_lock<std::mutex> lock(mutex_);
@@ -150,10 +149,9 @@ class thread_team {
     const std::function<void(std::size_t)>* job_ = nullptr;
     std::atomic<bool>* stop_ = nullptr;
     std::size_t runs_ = 0;
-    std::atomic<std::size_t> pending_{0};   // threads of the job still running, the caller's not
-    std::atomic<std::uint64_t> round_{0};   // jobs posted so far
-    std::atomic<bool> closing_flag_{false}; // `closing_`, for spinning threads
-    bool closing_ = false;
+    std::atomic<std::size_t> pending_{0}; // threads of the job still running, the caller's not
+    std::atomic<std::uint64_t> round_{0}; // jobs posted so far
+    std::atomic<bool> closing_{false};    // read by spinning threads too
     static constexpr std::chrono::microseconds spin{200};
 };
 
