@@ -244,9 +244,12 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     bool printed = false;
     if (!a.has("--quiet")) {
         options.progress = [&printed](const tune_progress& pr) {
-            std::fprintf(stderr, "\rppsched tune: %.0f s, %llu orders, best %s, bound %s   ",
-                         pr.elapsed, static_cast<unsigned long long>(pr.evaluations),
-                         format_number(pr.best).c_str(), format_number(pr.lower_bound).c_str());
+            // (No best yet while the start points are timed: their best is known after all.)
+            const std::string best =
+                pr.best > 0 ? "best " + format_number(pr.best) : "timing the start points";
+            std::fprintf(stderr, "\rppsched tune: %.0f s, %llu orders, %s, bound %s   ", pr.elapsed,
+                         static_cast<unsigned long long>(pr.evaluations), best.c_str(),
+                         format_number(pr.lower_bound).c_str());
             std::fflush(stderr);
             printed = true;
         };

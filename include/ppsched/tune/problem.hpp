@@ -69,7 +69,7 @@ struct tune_problem {
 struct tune_progress {
     double elapsed = 0;            ///< seconds since the search started
     std::uint64_t evaluations = 0; ///< orders simulated so far
-    double best = 0;               ///< the best makespan so far
+    double best = 0; ///< the best makespan so far (0 while the start points are timed)
     /// The proven lower bound: constant during a search, it may rise once when `tune` goes on
     /// to orders that run B (a split backward whose B is cheaper than I + W).
     double lower_bound = 0;
