@@ -78,6 +78,28 @@ void evaluate(benchmark::State& state, int p, int m, int v) {
         benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The greedy start points (tune/detail/list_scheduler.hpp): every rule on p = 2, V = 2, with
+// m microbatches and room for 8 activations a rank, per action placed. Flat in m: the rule
+// looks at one action per queue, and the banker's test at one group per stage entered (it
+// scanned and sorted every waiting microbatch before: m = 20 000 took 12 s in `ppsched tune`).
+void greedy(benchmark::State& state, int m) {
+    const tune_problem prob = reference_problem(2, m, 2, stage_placement::loop, true, 0.1, 8.0);
+    const detail::tune::model model = detail::tune::make_model(prob);
+    const auto rules = detail::tune::greedy_rules(model);
+    detail::tune::sequences seq;
+    std::size_t placed = 0;
+    for (auto _ : state) {
+        placed = 0;
+        for (const auto& rule : rules)
+            if (detail::tune::greedy_order(model, rule, seq))
+                for (const auto& row : seq) placed += row.size();
+        benchmark::DoNotOptimize(seq);
+    }
+    state.counters["rules"] = static_cast<double>(rules.size());
+    state.counters["actions/s"] = benchmark::Counter(static_cast<double>(placed),
+                                                     benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // The rank relaxation (tune/detail/rank_relaxation.hpp) of rank 0, solved from nothing (no
 // incumbent): its nodes per second, and how many it needs.
 void relax(benchmark::State& state, const tune_problem& prob) {
@@ -138,6 +160,10 @@ void register_tune_benchmarks() {
             [m](benchmark::State& st) {
                 relax(st, reference_problem(4, m, 2, stage_placement::loop, true, 0.1, 4.0));
             })
+            ->Unit(benchmark::kMillisecond);
+    for (int m : {1'000, 10'000, 100'000})
+        benchmark::RegisterBenchmark(("tune/greedy/p2_v2_m" + std::to_string(m)).c_str(),
+                                     [m](benchmark::State& st) { greedy(st, m); })
             ->Unit(benchmark::kMillisecond);
     struct eval_size {
         long long actions;

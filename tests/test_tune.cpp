@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/exhaustive_optimum.hpp"
+#include "support/greedy_reference.hpp"
 #include "support/sanitized.hpp"
 #include "support/tune_suite.hpp"
 
@@ -712,6 +713,68 @@ TEST_CASE("tune: the evaluator times an order exactly as simulate does", "[tune]
             break;
         }
     }
+}
+
+TEST_CASE("tune: the greedy start points are those of a plain step-by-step reference", "[tune]") {
+    // The suite, then a grid with what makes ties and rounding: zero durations, uneven and
+    // fractional activations, I freeing part of them, limits that bind (the banker's test).
+    int compared = 0, placed = 0;
+    auto compare = [&](const tune_problem& p, const std::string& name) {
+        const dt::model m = dt::make_model(p);
+        for (const auto& g : dt::greedy_rules(m)) {
+            dt::sequences fast, plain;
+            const bool a = dt::greedy_order(m, g, fast);
+            const bool b = ppsched_test::reference_greedy_order(m, g, plain);
+            INFO(name << " reserve " << g.reserve << " backward_first " << g.backward_first
+                      << " eager_weight " << g.eager_weight << " deep_first " << g.deep_first);
+            REQUIRE(a == b);
+            if (a) CHECK(fast == plain);
+            ++compared;
+            placed += a ? 1 : 0;
+        }
+    };
+    for (const auto& sp : ppsched_test::tune_suite(
+             ppsched_test::sanitized ? std::vector<int>{2} : std::vector<int>{2, 4}))
+        compare(sp.problem, sp.name);
+    for (int p : {1, 2, 3})
+        for (int v : {1, 2, 3})
+            for (int placement = 0; placement < (v == 2 ? 2 : 1); ++placement)
+                for (int mb : {1, 3, 6})
+                    for (double i : {0.0, 1.0})
+                        for (double w : {0.0, 0.5})
+                            for (double limit : {0.0, 1.4, 2.3})
+                                for (double frees : {0.0, 0.4}) {
+                                    tune_problem t;
+                                    t.ranks = p;
+                                    t.microbatches = mb;
+                                    t.stages_per_rank = v;
+                                    t.placement =
+                                        placement ? stage_placement::v : stage_placement::loop;
+                                    t.costs.per_stage.resize(static_cast<std::size_t>(p * v));
+                                    int z = 0;
+                                    for (auto& st : t.costs.per_stage) {
+                                        st.backward_input = i;
+                                        st.backward_weight = w;
+                                        st.full_backward = i + w;
+                                        st.activation = z % 3 == 0 ? 0.7 : 0.3 * (1 + z % 2);
+                                        ++z;
+                                    }
+                                    t.costs.input_grad_frees = frees;
+                                    if (limit > 0) t.memory_limit = limit;
+                                    const std::string name =
+                                        "p" + std::to_string(p) + " v" + std::to_string(v) +
+                                        (placement ? "v" : "loop") + " m" + std::to_string(mb) +
+                                        " I " + std::to_string(i) + " W " + std::to_string(w) +
+                                        " limit " + std::to_string(limit) + " frees " +
+                                        std::to_string(frees);
+                                    try {
+                                        (void)dt::make_model(t);
+                                    } catch (const config_error&) {
+                                        continue; // a limit below what one microbatch needs
+                                    }
+                                    compare(t, name);
+                                }
+    CHECK(placed > compared / 2); // most runs place every action: the orders were compared
 }
 
 TEST_CASE("tune: the same seed and budget give the same order", "[tune]") {

@@ -103,6 +103,22 @@ ppsched_cli_test(tune_bad_time 2 STDERR_HAS "--time-limit"
                  ARGS tune --ranks 2 --microbatches 2 --time-limit -1)
 ppsched_cli_test(tune_output_dir 2 STDERR_HAS "is a directory"
                  ARGS tune --ranks 2 --microbatches 2 --output ${data})
+# Many microbatches: the search answers (3m + p - 1, proven) within its time limit. Its
+# greedy start points used to scan every waiting microbatch at every step (m = 20 000 took 12 s
+# with a limit of 2, m = 100 000 over 2 minutes); the timeout catches a return of that, with room
+# for a loaded machine's Debug and sanitizer builds (seconds). The speed itself is measured in
+# benchmarks/bench_tune.cpp (tune/greedy).
+ppsched_cli_json_test(tune_many_microbatches
+  "d['makespan'] == 3 * 20000 + 1 and d['optimal']"
+  tune --ranks 2 --microbatches 20000 --time-limit 1 --quiet --format json)
+ppsched_cli_json_test(tune_many_microbatches_memory
+  "max(d['peak_memory']) <= 6 and d['lower_bound'] <= d['makespan']"
+  tune --ranks 2 --microbatches 20000 --stages-per-rank 2 --memory-limit 6 --time-limit 1
+  --quiet --format json)
+if(TEST cli.tune_many_microbatches)
+  set_tests_properties(cli.tune_many_microbatches cli.tune_many_microbatches_memory
+                       PROPERTIES TIMEOUT 300)
+endif()
 
 # compare with per-stage costs: the stage count fixes V, nothing is split, and the tuned orders
 # join the table, never slower than any schedule there.

@@ -68,36 +68,62 @@ struct greedy_rule {
 }
 
 /// One greedy run; false when it could not place every action (it then leaves `out` partial).
-/// O(n * (ranks + ready actions per rank + microbatches)): a rank's soonest start is recomputed
-/// only when the rank acts or receives an action, its banker's test only when it acts.
+/// O(n * (ranks + queues per rank)): a rank's soonest start is recomputed only when the rank acts
+/// or receives an action, its banker's test only when it acts. Each queue (a kind of action on a
+/// stage) becomes ready in microbatch order at non-decreasing times (it is fed by one queue of one
+/// rank, which runs it in that order), and the rule picks within a queue the oldest: so only each
+/// queue's first ready action is a candidate, never a scan of every ready one (m of them on the
+/// first rank).
 [[nodiscard]] inline bool greedy_order(const model& m, const greedy_rule& rule, sequences& out) {
     const auto ranks = static_cast<std::size_t>(m.ranks);
     const int mbs = m.microbatches;
+    const auto per_queue = static_cast<std::size_t>(mbs);
     out.assign(ranks, {});
-    std::vector<double> end(m.node_count(), -1.0);
-    struct ready_node {
-        int node;
-        double at;
+    // Per queue (kind * stages + stage): when each microbatch's action is ready, and the
+    // ready ones not yet run, [first, last).
+    const auto kinds = static_cast<std::size_t>(m.kinds());
+    const auto queue_of = [&](int s, int k) {
+        return static_cast<std::size_t>(k) * static_cast<std::size_t>(m.stages) +
+               static_cast<std::size_t>(s);
     };
-    std::vector<std::vector<ready_node>> ready(ranks);
+    std::vector<double> ready_at(kinds * static_cast<std::size_t>(m.stages) * per_queue, 0.0);
+    std::vector<std::size_t> first(kinds * static_cast<std::size_t>(m.stages), 0),
+        last(first.size(), 0);
+    auto make_ready = [&](int s, int k, int j, double at) {
+        const std::size_t q = queue_of(s, k);
+        (void)j; // == last[q], and `at` is no earlier than the queue's last (tests check both)
+        ready_at[q * per_queue + last[q]++] = at;
+    };
+    // Per rank: its queues, in a fixed order (which also breaks the rule's exact ties).
+    std::vector<std::vector<std::pair<int, int>>> rank_queues(ranks); // (stage, kind)
+    for (std::size_t r = 0; r < ranks; ++r)
+        for (int s : m.rank_stages[r])
+            for (int k = 0; k < m.kinds(); ++k) rank_queues[r].emplace_back(s, k);
     std::vector<double> free(ranks, 0), reserved(ranks, 0), need(ranks, 0), held(ranks, 0);
     std::vector<int> in_flight(ranks, 0);
     for (std::size_t r = 0; r < ranks; ++r)
         for (int s : m.rank_stages[r]) need[r] += m.stage[static_cast<std::size_t>(s)].activation;
     auto first_stage = [&](std::size_t r) { return m.rank_stages[r].front(); };
     // Forwards of stage 0 are ready from the start, in microbatch order.
-    for (int j = 0; j < mbs; ++j)
-        ready[static_cast<std::size_t>(m.stage[0].rank)].push_back({m.node(0, j, kind_forward), 0});
+    for (int j = 0; j < mbs; ++j) make_ready(0, kind_forward, j, 0);
     std::size_t left = 0;
     for (std::size_t r = 0; r < ranks; ++r) left += m.rank_actions(static_cast<int>(r));
 
     // Without reservation a microbatch enters a rank only when the banker's test says every
     // microbatch on the rank can still pass all of the rank's stages (some order of them
     // finishing, each needing its remaining stages' activations, exists within the limit).
-    // Per rank and microbatch: the rank's stages it has entered and the memory it holds.
-    const auto per_rank = static_cast<std::size_t>(mbs);
+    // Per rank and microbatch: the rank's stages it has entered and the memory it holds. The
+    // microbatches that entered e stages all still need the activations of the stages from e
+    // on; the banker serves the least needs first, and within a group the first check is the
+    // binding one (what is available only grows): so the test needs only each group's count
+    // and held memory, kept per rank (O(V log V) a test instead of a sort of the microbatches).
+    const std::size_t per_rank = per_queue;
+    std::size_t groups = 1; // stages entered: 0 (holding nothing) to the rank's stage count
+    for (const auto& st : m.rank_stages) groups = std::max(groups, st.size() + 1);
     std::vector<int> entered(rule.reserve ? 0 : ranks * per_rank, 0);
     std::vector<double> mb_held(rule.reserve ? 0 : ranks * per_rank, 0.0);
+    std::vector<std::size_t> group_count(rule.reserve ? 0 : ranks * groups, 0);
+    std::vector<double> group_held(rule.reserve ? 0 : ranks * groups, 0.0);
     std::vector<std::vector<double>> still_needs(ranks); // [r][k]: activations of stages >= k
     for (std::size_t r = 0; r < ranks; ++r) {
         const auto& st = m.rank_stages[r];
@@ -107,19 +133,18 @@ struct greedy_rule {
                 still_needs[r][k + 1] + m.stage[static_cast<std::size_t>(st[k])].activation;
     }
     std::vector<char> can_enter(ranks, 1), dirty(ranks, 1);
-    std::vector<std::pair<double, double>> claims; // (still needed, held)
+    std::vector<std::pair<double, double>> claims; // (still needed, held) per group
     auto safe_to_enter = [&](std::size_t r) {
         if (!dirty[r]) return can_enter[r] != 0;
         dirty[r] = 0;
-        const double first = m.stage[static_cast<std::size_t>(first_stage(r))].activation;
-        double avail = m.limit[r] - m.parameters[r] - held[r] - first;
+        const double first_activation =
+            m.stage[static_cast<std::size_t>(first_stage(r))].activation;
+        double avail = m.limit[r] - m.parameters[r] - held[r] - first_activation;
         claims.clear();
-        claims.emplace_back(need[r] - first, first);
-        for (std::size_t j = 0; j < per_rank; ++j) {
-            const std::size_t i = r * per_rank + j;
-            if (entered[i] == 0 || mb_held[i] <= 0) continue;
-            claims.emplace_back(still_needs[r][static_cast<std::size_t>(entered[i])], mb_held[i]);
-        }
+        claims.emplace_back(need[r] - first_activation, first_activation); // the one entering
+        for (std::size_t e = 1; e < groups; ++e)
+            if (group_count[r * groups + e] > 0)
+                claims.emplace_back(still_needs[r][e], group_held[r * groups + e]);
         std::sort(claims.begin(), claims.end());
         bool ok = avail >= 0;
         for (const auto& [needs, holds] : claims) {
@@ -132,13 +157,14 @@ struct greedy_rule {
         can_enter[r] = ok ? 1 : 0;
         return ok;
     };
-    auto admissible = [&](std::size_t r, int node) {
-        if (model::kind_of(node) != kind_forward) return true;
-        const bool enters = m.stage_of(node) == first_stage(r);
+    // Whether a forward of stage s may run on rank r now (the same for every microbatch of
+    // the queue); other kinds always may.
+    auto admissible = [&](std::size_t r, int s, int k) {
+        if (k != kind_forward) return true;
+        const bool enters = s == first_stage(r);
         if (!rule.reserve) {
             if (enters && (in_flight[r] >= rule.cap[r] || !safe_to_enter(r))) return false;
-            return m.parameters[r] + held[r] +
-                       m.stage[static_cast<std::size_t>(m.stage_of(node))].activation <=
+            return m.parameters[r] + held[r] + m.stage[static_cast<std::size_t>(s)].activation <=
                    m.limit[r];
         }
         if (!enters) return true; // already admitted on this rank
@@ -147,15 +173,27 @@ struct greedy_rule {
     auto track = [&](std::size_t r, int j, double delta, bool forward) {
         if (rule.reserve) return;
         const std::size_t i = r * per_rank + static_cast<std::size_t>(j);
+        // Out of its group, changed, and back in (a microbatch holding nothing is in none).
+        auto group = [&](double sign) {
+            if (!(mb_held[i] > 0)) return;
+            const std::size_t g = r * groups + static_cast<std::size_t>(entered[i]);
+            group_count[g] += sign > 0 ? 1 : std::size_t(-1);
+            group_held[g] = group_count[g] == 0 ? 0.0 : group_held[g] + sign * mb_held[i];
+        };
+        group(-1);
         if (forward) ++entered[i];
         mb_held[i] += delta;
+        group(+1);
         dirty[r] = 1;
     };
-    std::vector<std::size_t> choice;
     // Per rank: when its soonest admissible action is ready (-1: none), kept until the rank
     // acts or receives an action (nothing else changes it).
     std::vector<double> soonest(ranks, -1);
     std::vector<char> stale(ranks, 1);
+    auto front_at = [&](int s, int k) {
+        const std::size_t q = queue_of(s, k);
+        return first[q] < last[q] ? ready_at[q * per_queue + first[q]] : -1.0;
+    };
     while (left > 0) {
         // The rank that can start something soonest.
         std::size_t best_rank = ranks;
@@ -164,9 +202,11 @@ struct greedy_rule {
             if (stale[r]) {
                 stale[r] = 0;
                 soonest[r] = -1;
-                for (const ready_node& c : ready[r])
-                    if ((soonest[r] < 0 || c.at < soonest[r]) && admissible(r, c.node))
-                        soonest[r] = c.at;
+                for (const auto& [s, k] : rank_queues[r]) {
+                    const double at = front_at(s, k);
+                    if (at >= 0 && (soonest[r] < 0 || at < soonest[r]) && admissible(r, s, k))
+                        soonest[r] = at;
+                }
             }
             if (soonest[r] < 0) continue;
             const double t = soonest[r] > free[r] ? soonest[r] : free[r];
@@ -177,46 +217,42 @@ struct greedy_rule {
         }
         if (best_rank == ranks) return false;
         const std::size_t r = best_rank;
-        // Candidates ready by then, and the rule's pick among them.
-        choice.clear();
-        for (std::size_t i = 0; i < ready[r].size(); ++i)
-            if (ready[r][i].at <= best_t && admissible(r, ready[r][i].node)) choice.push_back(i);
-        auto rank_of = [&](std::size_t i) {
-            const int n = ready[r][i].node;
-            const int k = model::kind_of(n);
+        // The rule's pick among the queues' first actions ready by then.
+        auto rank_of = [&](int k) {
             if (k == kind_weight) return rule.eager_weight ? 0 : 3;
             if (k == kind_backward) return rule.backward_first ? 1 : 2;
             return rule.backward_first ? 2 : 1;
         };
-        std::size_t pick = choice.front();
-        for (std::size_t i : choice) {
-            const int a = rank_of(i), b = rank_of(pick);
-            if (a != b) {
-                if (a < b) pick = i;
-                continue;
+        int ps = -1, pk = -1, pj = 0;
+        double pat = 0;
+        for (const auto& [s, k] : rank_queues[r]) {
+            const double at = front_at(s, k);
+            if (at < 0 || at > best_t || !admissible(r, s, k)) continue;
+            const int j = static_cast<int>(first[queue_of(s, k)]);
+            bool take = ps < 0;
+            if (!take && rank_of(k) != rank_of(pk)) {
+                take = rank_of(k) < rank_of(pk);
+            } else if (!take) {
+                if (k == kind_forward && rule.deep_first)
+                    take = s != ps ? s > ps : j < pj;
+                else if (k == kind_forward)
+                    take = j != pj ? j < pj : s > ps;
+                else // backwards and Ws: the oldest input first
+                    take = at != pat ? at < pat : j < pj;
             }
-            const int ni = ready[r][i].node, np = ready[r][pick].node;
-            const int si = m.stage_of(ni), sp = m.stage_of(np);
-            const int ji = m.mb_of(ni), jp = m.mb_of(np);
-            bool take;
-            if (model::kind_of(ni) == kind_forward && rule.deep_first)
-                take = si != sp ? si > sp : ji < jp;
-            else if (model::kind_of(ni) == kind_forward)
-                take = ji != jp ? ji < jp : si > sp;
-            else // backwards and Ws: the oldest input first
-                take = ready[r][i].at != ready[r][pick].at ? ready[r][i].at < ready[r][pick].at
-                                                           : ji < jp;
-            if (take) pick = i;
+            if (take) {
+                ps = s;
+                pk = k;
+                pj = j;
+                pat = at;
+            }
         }
-        const int x = ready[r][pick].node;
+        const int k = pk, s = ps, j = pj;
+        ++first[queue_of(s, k)];
         stale[r] = 1;
-        ready[r][pick] = ready[r].back();
-        ready[r].pop_back();
-        const int k = model::kind_of(x);
-        const int s = m.stage_of(x), j = m.mb_of(x);
+        const int x = m.node(s, j, k);
         const stage_info& st = m.stage[static_cast<std::size_t>(s)];
         const double finish = best_t + st.dur[k];
-        end[static_cast<std::size_t>(x)] = finish;
         free[r] = finish;
         out[r].push_back(x);
         --left;
@@ -229,25 +265,23 @@ struct greedy_rule {
             }
             if (st.next >= 0) {
                 const stage_info& n = m.stage[static_cast<std::size_t>(st.next)];
-                ready[static_cast<std::size_t>(n.rank)].push_back(
-                    {m.node(st.next, j, kind_forward), finish + n.msg_from_prev});
+                make_ready(st.next, kind_forward, j, finish + n.msg_from_prev);
                 stale[static_cast<std::size_t>(n.rank)] = 1;
             } else {
-                ready[r].push_back({m.node(s, j, kind_backward), finish});
+                make_ready(s, kind_backward, j, finish);
             }
         } else if (k == kind_backward) {
             reserved[r] -= m.split ? st.activation * m.frees_by_i : st.activation;
             held[r] -= m.split ? st.activation * m.frees_by_i : st.activation;
             track(r, j, -(m.split ? st.activation * m.frees_by_i : st.activation), false);
             if (m.split) {
-                ready[r].push_back({m.node(s, j, kind_weight), finish});
+                make_ready(s, kind_weight, j, finish);
             } else if (s == first_stage(r)) {
                 --in_flight[r];
             }
             if (st.prev >= 0) {
                 const stage_info& p = m.stage[static_cast<std::size_t>(st.prev)];
-                ready[static_cast<std::size_t>(p.rank)].push_back(
-                    {m.node(st.prev, j, kind_backward), finish + p.msg_from_next});
+                make_ready(st.prev, kind_backward, j, finish + p.msg_from_next);
                 stale[static_cast<std::size_t>(p.rank)] = 1;
             }
         } else {
