@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <queue>
 #include <utility>
 #include <vector>
 
@@ -68,12 +70,12 @@ struct greedy_rule {
 }
 
 /// One greedy run; false when it could not place every action (it then leaves `out` partial).
-/// O(n * (ranks + queues per rank)): a rank's soonest start is recomputed only when the rank acts
-/// or receives an action, its banker's test only when it acts. Each queue (a kind of action on a
-/// stage) becomes ready in microbatch order at non-decreasing times (it is fed by one queue of one
-/// rank, which runs it in that order), and the rule picks within a queue the oldest: so only each
-/// queue's first ready action is a candidate, never a scan of every ready one (m of them on the
-/// first rank).
+/// O(n * (log n + queues per rank)): a rank's soonest start is recomputed only when the rank
+/// acts or receives an action (the ranks wait in a heap by it), its banker's test only when it
+/// acts. Each queue (a kind of action on a stage) becomes ready in microbatch order at
+/// non-decreasing times (it is fed by one queue of one rank, which runs it in that order), and
+/// the rule picks within a queue the oldest: so only each queue's first ready action is a
+/// candidate, never a scan of every ready one (m of them on the first rank).
 [[nodiscard]] inline bool greedy_order(const model& m, const greedy_rule& rule, sequences& out) {
     const auto ranks = static_cast<std::size_t>(m.ranks);
     const int mbs = m.microbatches;
@@ -186,36 +188,40 @@ struct greedy_rule {
         group(+1);
         dirty[r] = 1;
     };
-    // Per rank: when its soonest admissible action is ready (-1: none), kept until the rank
-    // acts or receives an action (nothing else changes it).
-    std::vector<double> soonest(ranks, -1);
-    std::vector<char> stale(ranks, 1);
     auto front_at = [&](int s, int k) {
         const std::size_t q = queue_of(s, k);
         return first[q] < last[q] ? ready_at[q * per_queue + first[q]] : -1.0;
     };
+    // The ranks by when each can start its soonest admissible action, least first (at a tie
+    // the lower rank). That time changes only when the rank acts or receives an action; then
+    // the rank is pushed again with a new version, and entries of older versions are dropped
+    // when they come up.
+    struct rank_start {
+        double at;
+        std::size_t rank;
+        std::uint64_t version;
+        bool operator>(const rank_start& o) const { return at != o.at ? at > o.at : rank > o.rank; }
+    };
+    std::priority_queue<rank_start, std::vector<rank_start>, std::greater<>> starts;
+    std::vector<std::uint64_t> version(ranks, 0);
+    auto refresh = [&](std::size_t r) {
+        ++version[r];
+        double soonest = -1;
+        for (const auto& [s, k] : rank_queues[r]) {
+            const double at = front_at(s, k);
+            if (at >= 0 && (soonest < 0 || at < soonest) && admissible(r, s, k)) soonest = at;
+        }
+        if (soonest >= 0) starts.push({std::max(soonest, free[r]), r, version[r]});
+    };
+    for (std::size_t r = 0; r < ranks; ++r) refresh(r);
+    std::size_t touched[3]; // the ranks an action changes: its own, and the one it feeds
     while (left > 0) {
         // The rank that can start something soonest.
-        std::size_t best_rank = ranks;
-        double best_t = 0;
-        for (std::size_t r = 0; r < ranks; ++r) {
-            if (stale[r]) {
-                stale[r] = 0;
-                soonest[r] = -1;
-                for (const auto& [s, k] : rank_queues[r]) {
-                    const double at = front_at(s, k);
-                    if (at >= 0 && (soonest[r] < 0 || at < soonest[r]) && admissible(r, s, k))
-                        soonest[r] = at;
-                }
-            }
-            if (soonest[r] < 0) continue;
-            const double t = soonest[r] > free[r] ? soonest[r] : free[r];
-            if (best_rank == ranks || t < best_t) {
-                best_rank = r;
-                best_t = t;
-            }
-        }
-        if (best_rank == ranks) return false;
+        while (!starts.empty() && starts.top().version != version[starts.top().rank]) starts.pop();
+        if (starts.empty()) return false;
+        const std::size_t best_rank = starts.top().rank;
+        const double best_t = starts.top().at;
+        starts.pop();
         const std::size_t r = best_rank;
         // The rule's pick among the queues' first actions ready by then.
         auto rank_of = [&](int k) {
@@ -249,7 +255,8 @@ struct greedy_rule {
         }
         const int k = pk, s = ps, j = pj;
         ++first[queue_of(s, k)];
-        stale[r] = 1;
+        std::size_t changed = 0;
+        touched[changed++] = r;
         const int x = m.node(s, j, k);
         const stage_info& st = m.stage[static_cast<std::size_t>(s)];
         const double finish = best_t + st.dur[k];
@@ -266,7 +273,7 @@ struct greedy_rule {
             if (st.next >= 0) {
                 const stage_info& n = m.stage[static_cast<std::size_t>(st.next)];
                 make_ready(st.next, kind_forward, j, finish + n.msg_from_prev);
-                stale[static_cast<std::size_t>(n.rank)] = 1;
+                touched[changed++] = static_cast<std::size_t>(n.rank);
             } else {
                 make_ready(s, kind_backward, j, finish);
             }
@@ -282,7 +289,7 @@ struct greedy_rule {
             if (st.prev >= 0) {
                 const stage_info& p = m.stage[static_cast<std::size_t>(st.prev)];
                 make_ready(st.prev, kind_backward, j, finish + p.msg_from_next);
-                stale[static_cast<std::size_t>(p.rank)] = 1;
+                touched[changed++] = static_cast<std::size_t>(p.rank);
             }
         } else {
             reserved[r] -= st.activation * (1 - m.frees_by_i);
@@ -290,6 +297,7 @@ struct greedy_rule {
             track(r, j, -(st.activation * (1 - m.frees_by_i)), false);
             if (s == first_stage(r)) --in_flight[r];
         }
+        for (std::size_t i = 0; i < changed; ++i) refresh(touched[i]);
     }
     return true;
 }
