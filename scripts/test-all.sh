@@ -189,7 +189,7 @@ phase_bench() {
 
 phase_fuzz() {
   # A build of the fuzz targets only (clang, optimised, ASan + UBSan + libFuzzer), then the
-  # tests labelled fuzz, two at a time: about 7 x 20 s / 2 of fuzzing plus the build.
+  # tests labelled fuzz, two at a time: about 8 x 20 s / 2 of fuzzing plus the build.
   local dir=build/fuzz seconds=${PPSCHED_FUZZ_SECONDS:-20}
   if ! quiet fuzz-configure cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPSCHED_FUZZ=ON -DPPSCHED_FUZZ_SECONDS="$seconds" \

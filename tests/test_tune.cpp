@@ -258,6 +258,40 @@ TEST_CASE("tune: where rounding leaves no split order within the limit, orders o
     CHECK(ppsched::tune(f, quick(2000)).makespan == r.makespan);
 }
 
+TEST_CASE("tune: a mixed order runs I and W where B is dearer, even from a built-in of B",
+          "[tune]") {
+    // Found by fuzz_tune. Stage 0: B = 0 but W = 0.5; stage 1: I + W = 0 but B = 0.5; the
+    // other stages cost nothing. Running B on stage 0 and I, W elsewhere costs nothing at all:
+    // the optimum and the bound are 0. The mixed search starts from built-ins that run B
+    // everywhere, whose B of stage 1 costs 0.5 for real: it must be taken apart into I and W.
+    tune_problem p;
+    p.ranks = 2;
+    p.microbatches = 5;
+    p.stages_per_rank = 2;
+    p.costs.per_stage.resize(4);
+    for (std::size_t s = 0; s < 4; ++s) {
+        auto& st = p.costs.per_stage[s];
+        st.forward = 0;
+        st.backward_input = 0;
+        st.backward_weight = s == 0 ? 0.5 : 0.0;
+        st.full_backward = s == 1 ? 0.5 : 0.0;
+    }
+    const tune_result r = ppsched::tune(p, quick(2000));
+    check_result(p, r);
+    CHECK(r.makespan == 0);
+    CHECK(r.gap == 0);
+    CHECK(r.stopped == ppsched::tune_stop::optimal);
+    for (const auto& s : r.best[1]) // rank 1 holds stages 1 and 3
+        CHECK(!(s->stage() == 1 && s->kind() == ppsched::action_kind::full_backward));
+    // Cut short before the mixed search, the answer is a split order of 2.5 against a bound of
+    // 0, which proves nothing: the gap is infinite, not 0.
+    const tune_result cut = ppsched::tune(p, quick(5));
+    CHECK(cut.makespan == Approx(2.5).epsilon(1e-12));
+    CHECK(cut.bound.value == 0);
+    CHECK(std::isinf(cut.gap));
+    CHECK(cut.stopped != ppsched::tune_stop::optimal);
+}
+
 TEST_CASE("tune: with B cheaper than I + W it also searches orders that run B", "[tune]") {
     // 2 ranks, room for one activation (only the cost-planned ZB fits, at 20). Rank 0 holds a
     // microbatch from its F to its last backward: with I and W a microbatch takes F + F + I + I

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <span>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -100,14 +101,15 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
 
     const std::string placement(to_string_view(r.placement));
     if (format == "json") {
-        std::string s = "{\"makespan\": " + json_number(r.schedule.makespan) +
-                        ", \"lower_bound\": " + json_number(r.schedule.bound.value) +
-                        ", \"gap\": " + json_number(r.schedule.gap) +
-                        ", \"stages_per_rank\": " + std::to_string(r.stages_per_rank) +
-                        ", \"placement\": " + json_string(placement) +
-                        ",\n \"layout\": " + json_string(layout) +
-                        ",\n \"stage_layers\": " + json_int_array(r.stage_layers) +
-                        ",\n \"modules\": " + modules + ",\n \"peak_memory\": [";
+        std::string s =
+            "{\"makespan\": " + json_number(r.schedule.makespan) +
+            ", \"lower_bound\": " + json_number(r.schedule.bound.value) +
+            ", \"gap\": " + (std::isfinite(r.schedule.gap) ? json_number(r.schedule.gap) : "null") +
+            ", \"stages_per_rank\": " + std::to_string(r.stages_per_rank) +
+            ", \"placement\": " + json_string(placement) +
+            ",\n \"layout\": " + json_string(layout) +
+            ",\n \"stage_layers\": " + json_int_array(r.stage_layers) +
+            ",\n \"modules\": " + modules + ",\n \"peak_memory\": [";
         for (std::size_t i = 0; i < r.schedule.peak_memory.size(); ++i)
             s += (i ? ", " : "") + json_number(r.schedule.peak_memory[i]);
         s += "],\n \"default\": ";
@@ -133,8 +135,10 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
          (r.stages_per_rank == 1 ? "" : "s") + " per rank, placement " + placement + ", split '" +
          r.rule + "', schedule improved from " + r.schedule.start + "\n";
     s += "  step time      " + format_number(r.schedule.makespan) + " ms (lower bound " +
-         format_number(r.schedule.bound.value) + ", gap " + format_number(100 * r.schedule.gap) +
-         " %)\n";
+         format_number(r.schedule.bound.value) + ", gap " +
+         (std::isfinite(r.schedule.gap) ? format_number(100 * r.schedule.gap) + " %"
+                                        : std::string("unbounded")) +
+         ")\n";
     s += "  peak memory    " + format_number(peak) + " GB per rank (capacity " +
          format_number(model.memory_capacity) + ")\n";
     s += "  megatron       --pipeline-model-parallel-layout \"" + layout + "\"\n";

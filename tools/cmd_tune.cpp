@@ -12,6 +12,7 @@
 #include <iostream>
 #include <optional>
 #include <span>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -74,7 +75,8 @@ constexpr command_help tune_help{
         "stage (ranks x stages per rank). The result is a compute-only order; write it with\n"
         "--output and load it in torchtitan with pipeline_parallel_schedule_csv (see\n"
         "docs/tuning.md), or lower it with 'ppsched lower'. gap = (makespan - bound) / bound;\n"
-        "gap 0 proves the order optimal. The search is deterministic for a seed unless the\n"
+        "gap 0 proves the order optimal (null in JSON when the bound is 0 and the makespan is\n"
+        "not: nothing is proven). The search is deterministic for a seed unless the\n"
         "time limit cuts it short. JSON output: {makespan, lower_bound, gap, optimal,\n"
         "bubble_fraction, peak_memory: [per rank], memory_limit, best_builtin: {name, makespan}\n"
         "| null, start: {name, makespan}, evaluations, exact_nodes, beam_nodes, seconds,\n"
@@ -136,7 +138,9 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
     row("makespan", format_number(r.makespan), "");
     row("lower bound", format_number(r.bound.value),
         r.gap == 0 ? "proven optimal (gap 0)"
-                   : "gap " + percent(r.gap) + ": no valid order is faster than the bound");
+        : !std::isfinite(r.gap)
+            ? "gap unbounded: a bound of 0 proves nothing"
+            : "gap " + percent(r.gap) + ": no valid order is faster than the bound");
     row("bubble", percent(sim.bubble_fraction), "idle / (ranks x makespan)");
     if (r.best_builtin.empty()) {
         row("best built-in", "none", "no built-in schedule applies and fits the memory limit");
@@ -165,11 +169,12 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
 }
 
 std::string json_report(const tune_problem& p, const tune_result& r, const simulation& sim) {
-    std::string out =
-        "{\"makespan\": " + json_number(r.makespan) +
-        ", \"lower_bound\": " + json_number(r.bound.value) + ", \"gap\": " + json_number(r.gap) +
-        ", \"optimal\": " + (r.gap == 0 ? "true" : "false") +
-        ", \"bubble_fraction\": " + json_number(sim.bubble_fraction) + ",\n \"peak_memory\": [";
+    std::string out = "{\"makespan\": " + json_number(r.makespan) +
+                      ", \"lower_bound\": " + json_number(r.bound.value) +
+                      ", \"gap\": " + (std::isfinite(r.gap) ? json_number(r.gap) : "null") +
+                      ", \"optimal\": " + (r.gap == 0 ? "true" : "false") +
+                      ", \"bubble_fraction\": " + json_number(sim.bubble_fraction) +
+                      ",\n \"peak_memory\": [";
     for (std::size_t i = 0; i < r.peak_memory.size(); ++i)
         out += (i ? ", " : "") + json_number(r.peak_memory[i]);
     out += "], \"memory_limit\": " +

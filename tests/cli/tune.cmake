@@ -103,6 +103,19 @@ ppsched_cli_test(tune_bad_time 2 STDERR_HAS "--time-limit"
                  ARGS tune --ranks 2 --microbatches 2 --time-limit -1)
 ppsched_cli_test(tune_output_dir 2 STDERR_HAS "is a directory"
                  ARGS tune --ranks 2 --microbatches 2 --output ${data})
+# A bound of 0 below a positive makespan proves nothing (found by fuzz_tune): cut short before
+# the mixed search (B on stage 0, I and W elsewhere: makespan 0), the answer is 2.5 and the gap
+# unbounded, null in JSON, never "optimal".
+set(zero_bound --ranks 2 --microbatches 5 --stages-per-rank 2 --costs ${data}/costs_zero_bound.json
+    --quiet)
+ppsched_cli_json_test(tune_zero_bound_json
+  "d['makespan'] == 2.5 and d['lower_bound'] == 0 and d['gap'] is None and not d['optimal']"
+  tune ${zero_bound} --max-evaluations 5 --format json)
+ppsched_cli_test(tune_zero_bound_text 0 STDOUT_HAS "gap unbounded"
+                 ARGS tune ${zero_bound} --max-evaluations 5)
+ppsched_cli_json_test(tune_zero_bound_mixed
+  "d['makespan'] == 0 and d['optimal'] and d['start']['name'].endswith('(mixed)')"
+  tune ${zero_bound} --format json)
 # Many microbatches: the search answers (3m + p - 1, proven) within its time limit. Its
 # greedy start points used to scan every waiting microbatch at every step (m = 20 000 took 12 s
 # with a limit of 2, m = 100 000 over 2 minutes); the timeout catches a return of that, with room

@@ -177,11 +177,13 @@ struct tune_result {
     double makespan = 0;             ///< its simulated makespan
     std::vector<double> peak_memory; ///< its peak memory per rank, as `simulate` reports it
     makespan_bound bound;            ///< the proven lower bound on any valid order's makespan
-    double gap = 0;                  ///< (makespan - bound) / bound; 0 means proven optimal
-    std::string start;               ///< the built-in schedule the best order was improved from
-                                     ///< (or `beam`, `greedy` or `sequential`)
-    double start_makespan = 0;       ///< that start's makespan
-    std::string best_builtin;        ///< the best built-in schedule that fits ("" if none)
+    /// (makespan - bound) / bound; 0 means proven optimal; infinite where the bound is 0 and
+    /// the makespan is not (the bound proves nothing then)
+    double gap = 0;
+    std::string start;         ///< the built-in schedule the best order was improved from
+                               ///< (or `beam`, `greedy` or `sequential`)
+    double start_makespan = 0; ///< that start's makespan
+    std::string best_builtin;  ///< the best built-in schedule that fits ("" if none)
     double best_builtin_makespan = 0;
     std::vector<tune_candidate> candidates; ///< every built-in schedule considered
     std::uint64_t evaluations = 0;          ///< orders simulated

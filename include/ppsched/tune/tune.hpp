@@ -148,8 +148,10 @@ namespace detail::tune {
 }
 
 /// An order of the `with_b_stages` problem as an order of the real one: each I of a stage in
-/// `as_b` becomes a B and its W goes. Nothing when an overlapped action holds such a stage's
-/// backward.
+/// `as_b` becomes a B and its W goes; a B of another stage (a built-in runs B everywhere)
+/// becomes its I then its W, which is what that B costs in the `with_b_stages` problem (on the
+/// real one, its B may be dearer than I + W). Nothing when an overlapped action holds a
+/// backward of either kind.
 [[nodiscard]] inline std::optional<order> run_as_b(const order& o, const std::vector<char>& as_b) {
     order out(o.cfg());
     for (std::size_t r = 0; r < o.num_ranks(); ++r) {
@@ -160,10 +162,12 @@ namespace detail::tune {
             bool touches = false;
             for (int i = 0; i < n; ++i) {
                 const action a = parts[static_cast<std::size_t>(i)];
-                touches =
-                    touches || (a.has_microbatch() && as_b[static_cast<std::size_t>(a.stage())] &&
-                                (a.kind() == action_kind::backward_input ||
-                                 a.kind() == action_kind::backward_weight));
+                const bool b_stage =
+                    a.has_microbatch() && as_b[static_cast<std::size_t>(a.stage())];
+                touches = touches ||
+                          (b_stage && (a.kind() == action_kind::backward_input ||
+                                       a.kind() == action_kind::backward_weight)) ||
+                          (!b_stage && a.kind() == action_kind::full_backward);
             }
             if (!touches) {
                 out[r].push_back(sl);
@@ -171,8 +175,12 @@ namespace detail::tune {
             }
             if (n != 1) return std::nullopt;
             const action a = *sl;
-            if (a.kind() == action_kind::backward_input)
+            if (a.kind() == action_kind::full_backward) {
+                out[r].push_back(action::backward_input(a.stage(), a.microbatch()));
+                out[r].push_back(action::backward_weight(a.stage(), a.microbatch()));
+            } else if (a.kind() == action_kind::backward_input) {
                 out[r].push_back(action::full_backward(a.stage(), a.microbatch()));
+            }
         }
     }
     return out;
@@ -420,7 +428,9 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         fr.best_builtin_makespan = result.best_builtin_makespan;
         fr.start += " (fused)";
         const double b = fr.bound.value;
-        fr.gap = fr.makespan <= b * (1 + 1e-9) ? 0 : (fr.makespan - b) / b;
+        fr.gap = fr.makespan <= b * (1 + 1e-9) ? 0
+                 : b > 0                       ? (fr.makespan - b) / b
+                                               : std::numeric_limits<double>::infinity();
         if (fr.gap > 0 && fr.stopped == tune_stop::optimal) fr.stopped = tune_stop::converged;
         if (fr.gap == 0) fr.stopped = tune_stop::optimal;
         return fr;
@@ -695,7 +705,8 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
     }
 
     const double b = result.bound.value;
-    result.gap = b > 0 ? (result.makespan - b) / b : 0;
+    // A bound of 0 below a positive makespan proves nothing: the gap is infinite.
+    result.gap = b > 0 ? (result.makespan - b) / b : std::numeric_limits<double>::infinity();
     if (result.makespan <= b * (1 + 1e-9)) {
         result.gap = 0;
         result.stopped = tune_stop::optimal;
