@@ -62,8 +62,8 @@ void check_result(const ppsched::tune_problem& p, const ppsched::tune_result& r)
     const ppsched::simulation sim = ppsched::simulate(r.best, p.costs);
     PPSCHED_FUZZ_CHECK(sim.status == ppsched::simulation_status::ok,
                        ppsched::describe_problem(sim));
-    PPSCHED_FUZZ_CHECK(sim.makespan == r.makespan, std::to_string(sim.makespan) + " reported " +
-                                                       std::to_string(r.makespan));
+    PPSCHED_FUZZ_CHECK(sim.makespan == r.makespan,
+                       std::to_string(sim.makespan) + " reported " + std::to_string(r.makespan));
     PPSCHED_FUZZ_CHECK(sim.ranks.size() == r.peak_memory.size());
     for (std::size_t i = 0; i < sim.ranks.size(); ++i) {
         PPSCHED_FUZZ_CHECK(sim.ranks[i].peak_memory == r.peak_memory[i]);
