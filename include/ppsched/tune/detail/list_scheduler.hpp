@@ -9,6 +9,7 @@
 /// fits the least memory any order needs.
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -82,7 +83,8 @@ struct greedy_rule {
     const auto per_queue = static_cast<std::size_t>(mbs);
     out.assign(ranks, {});
     // Per queue (kind * stages + stage): when each microbatch's action is ready, and the
-    // ready ones not yet run, [first, last).
+    // ready ones not yet run, [first, last). A queue becomes ready in microbatch order, so
+    // the next to become ready is always microbatch `last`.
     const auto kinds = static_cast<std::size_t>(m.kinds());
     const auto queue_of = [&](int s, int k) {
         return static_cast<std::size_t>(k) * static_cast<std::size_t>(m.stages) +
@@ -91,9 +93,8 @@ struct greedy_rule {
     std::vector<double> ready_at(kinds * static_cast<std::size_t>(m.stages) * per_queue, 0.0);
     std::vector<std::size_t> first(kinds * static_cast<std::size_t>(m.stages), 0),
         last(first.size(), 0);
-    auto make_ready = [&](int s, int k, int j, double at) {
+    auto make_ready = [&](int s, int k, double at) {
         const std::size_t q = queue_of(s, k);
-        (void)j; // == last[q], and `at` is no earlier than the queue's last (tests check both)
         ready_at[q * per_queue + last[q]++] = at;
     };
     // Per rank: its queues, in a fixed order (which also breaks the rule's exact ties).
@@ -107,7 +108,7 @@ struct greedy_rule {
         for (int s : m.rank_stages[r]) need[r] += m.stage[static_cast<std::size_t>(s)].activation;
     auto first_stage = [&](std::size_t r) { return m.rank_stages[r].front(); };
     // Forwards of stage 0 are ready from the start, in microbatch order.
-    for (int j = 0; j < mbs; ++j) make_ready(0, kind_forward, j, 0);
+    for (int j = 0; j < mbs; ++j) make_ready(0, kind_forward, 0);
     std::size_t left = 0;
     for (std::size_t r = 0; r < ranks; ++r) left += m.rank_actions(static_cast<int>(r));
 
@@ -214,7 +215,7 @@ struct greedy_rule {
         if (soonest >= 0) starts.push({std::max(soonest, free[r]), r, version[r]});
     };
     for (std::size_t r = 0; r < ranks; ++r) refresh(r);
-    std::size_t touched[3]; // the ranks an action changes: its own, and the one it feeds
+    std::array<std::size_t, 2> touched{}; // the ranks an action changes: its own, the one it feeds
     while (left > 0) {
         // The rank that can start something soonest.
         while (!starts.empty() && starts.top().version != version[starts.top().rank]) starts.pop();
@@ -272,23 +273,23 @@ struct greedy_rule {
             }
             if (st.next >= 0) {
                 const stage_info& n = m.stage[static_cast<std::size_t>(st.next)];
-                make_ready(st.next, kind_forward, j, finish + n.msg_from_prev);
+                make_ready(st.next, kind_forward, finish + n.msg_from_prev);
                 touched[changed++] = static_cast<std::size_t>(n.rank);
             } else {
-                make_ready(s, kind_backward, j, finish);
+                make_ready(s, kind_backward, finish);
             }
         } else if (k == kind_backward) {
             reserved[r] -= m.split ? st.activation * m.frees_by_i : st.activation;
             held[r] -= m.split ? st.activation * m.frees_by_i : st.activation;
             track(r, j, -(m.split ? st.activation * m.frees_by_i : st.activation), false);
             if (m.split) {
-                make_ready(s, kind_weight, j, finish);
+                make_ready(s, kind_weight, finish);
             } else if (s == first_stage(r)) {
                 --in_flight[r];
             }
             if (st.prev >= 0) {
                 const stage_info& p = m.stage[static_cast<std::size_t>(st.prev)];
-                make_ready(st.prev, kind_backward, j, finish + p.msg_from_next);
+                make_ready(st.prev, kind_backward, finish + p.msg_from_next);
                 touched[changed++] = static_cast<std::size_t>(p.rank);
             }
         } else {
