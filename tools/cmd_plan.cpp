@@ -4,8 +4,8 @@
 // and torchtitan module lists, and how it compares with the default split.
 
 #include <array>
-#include <span>
 #include <cmath>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -101,15 +101,14 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
 
     const std::string placement(to_string_view(r.placement));
     if (format == "json") {
-        std::string s =
-            "{\"makespan\": " + json_number(r.schedule.makespan) +
-            ", \"lower_bound\": " + json_number(r.schedule.bound.value) +
-            ", \"gap\": " + (std::isfinite(r.schedule.gap) ? json_number(r.schedule.gap) : "null") +
-            ", \"stages_per_rank\": " + std::to_string(r.stages_per_rank) +
-            ", \"placement\": " + json_string(placement) +
-            ",\n \"layout\": " + json_string(layout) +
-            ",\n \"stage_layers\": " + json_int_array(r.stage_layers) +
-            ",\n \"modules\": " + modules + ",\n \"peak_memory\": [";
+        std::string s = "{\"makespan\": " + json_number(r.schedule.makespan) +
+                        ", \"lower_bound\": " + json_number(r.schedule.bound.value) +
+                        ", \"gap\": " + json_number(r.schedule.gap) +
+                        ", \"stages_per_rank\": " + std::to_string(r.stages_per_rank) +
+                        ", \"placement\": " + json_string(placement) +
+                        ",\n \"layout\": " + json_string(layout) +
+                        ",\n \"stage_layers\": " + json_int_array(r.stage_layers) +
+                        ",\n \"modules\": " + modules + ",\n \"peak_memory\": [";
         for (std::size_t i = 0; i < r.schedule.peak_memory.size(); ++i)
             s += (i ? ", " : "") + json_number(r.schedule.peak_memory[i]);
         s += "],\n \"default\": ";

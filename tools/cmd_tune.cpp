@@ -8,11 +8,11 @@
 #include <array>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
 #include <span>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -169,12 +169,11 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
 }
 
 std::string json_report(const tune_problem& p, const tune_result& r, const simulation& sim) {
-    std::string out = "{\"makespan\": " + json_number(r.makespan) +
-                      ", \"lower_bound\": " + json_number(r.bound.value) +
-                      ", \"gap\": " + (std::isfinite(r.gap) ? json_number(r.gap) : "null") +
-                      ", \"optimal\": " + (r.gap == 0 ? "true" : "false") +
-                      ", \"bubble_fraction\": " + json_number(sim.bubble_fraction) +
-                      ",\n \"peak_memory\": [";
+    std::string out =
+        "{\"makespan\": " + json_number(r.makespan) +
+        ", \"lower_bound\": " + json_number(r.bound.value) + ", \"gap\": " + json_number(r.gap) +
+        ", \"optimal\": " + (r.gap == 0 ? "true" : "false") +
+        ", \"bubble_fraction\": " + json_number(sim.bubble_fraction) + ",\n \"peak_memory\": [";
     for (std::size_t i = 0; i < r.peak_memory.size(); ++i)
         out += (i ? ", " : "") + json_number(r.peak_memory[i]);
     out += "], \"memory_limit\": " +

@@ -4,6 +4,7 @@
 // lines of a simulation (`simulate`, `render`, `trace`, `timeline`, `tune` print them alike).
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -25,9 +26,10 @@ inline constexpr std::string_view memory_unit_note =
     return ppsched::detail::text::general_number(v);
 }
 
-/// A number for JSON: the shortest text that reads back to the same double.
+/// A number for JSON: the shortest text that reads back to the same double; `null` for an
+/// infinity or NaN, which JSON cannot hold (an unbounded gap).
 [[nodiscard]] inline std::string json_number(double v) {
-    return ppsched::detail::text::shortest_number(v);
+    return std::isfinite(v) ? ppsched::detail::text::shortest_number(v) : std::string("null");
 }
 
 /// `s` as a JSON string literal.

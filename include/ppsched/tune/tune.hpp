@@ -186,6 +186,13 @@ namespace detail::tune {
     return out;
 }
 
+/// `tune_result::gap`: 0 where the makespan is the bound (up to rounding), else (makespan -
+/// bound) / bound, infinite where the bound is 0 (it proves nothing).
+[[nodiscard]] inline double gap_of(double makespan, double bound) {
+    if (makespan <= bound * (1 + 1e-9)) return 0;
+    return bound > 0 ? (makespan - bound) / bound : std::numeric_limits<double>::infinity();
+}
+
 /// The sequences as an order of `cfg`.
 [[nodiscard]] inline order to_order(const model& m, const config& cfg, const sequences& seq) {
     order o(cfg);
@@ -427,10 +434,7 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         fr.best_builtin = result.best_builtin;
         fr.best_builtin_makespan = result.best_builtin_makespan;
         fr.start += " (fused)";
-        const double b = fr.bound.value;
-        fr.gap = fr.makespan <= b * (1 + 1e-9) ? 0
-                 : b > 0                       ? (fr.makespan - b) / b
-                                               : std::numeric_limits<double>::infinity();
+        fr.gap = gap_of(fr.makespan, fr.bound.value);
         if (fr.gap > 0 && fr.stopped == tune_stop::optimal) fr.stopped = tune_stop::converged;
         if (fr.gap == 0) fr.stopped = tune_stop::optimal;
         return fr;
@@ -704,11 +708,8 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         }
     }
 
-    const double b = result.bound.value;
-    // A bound of 0 below a positive makespan proves nothing: the gap is infinite.
-    result.gap = b > 0 ? (result.makespan - b) / b : std::numeric_limits<double>::infinity();
-    if (result.makespan <= b * (1 + 1e-9)) {
-        result.gap = 0;
+    result.gap = gap_of(result.makespan, result.bound.value);
+    if (result.gap == 0) {
         result.stopped = tune_stop::optimal;
     } else if (spend.out_of_evaluations) {
         result.stopped = tune_stop::evaluation_limit;
