@@ -5,7 +5,8 @@
 /// before it ends (on its rank, or as its input); only reordering actions that are adjacent on
 /// a rank along that chain can shorten it (the classic neighbourhood of job-shop scheduling),
 /// so each step times every such swap and takes the best one not tabu (or any that beats the
-/// best order found). Each timing is O(n); a step is O(critical path * n).
+/// best order found). Each timing is O(n) (from the moved actions on: `run_changed`); a step is
+/// O(critical path * n).
 
 #include <algorithm>
 #include <chrono>
@@ -191,7 +192,8 @@ inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, eva
             if (blocked) continue;
             const bool is_tabu = tabu_until[static_cast<std::size_t>(x)] > step;
             apply_move(row, mv);
-            const evaluation e = ev.run(seq);
+            const evaluation e =
+                ev.run_changed(seq, static_cast<std::size_t>(mv.rank), std::min(mv.from, mv.to));
             apply_move(row, {mv.rank, mv.to, mv.from});
             if (!e.ok) continue;
             if (is_tabu && !better(e, best)) continue;
