@@ -78,6 +78,30 @@ void evaluate(benchmark::State& state, int p, int m, int v) {
         benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The local search's timings (`evaluator::run_changed`): an order of about `actions` compute
+// actions, recorded as the base, then adjacent swaps on a random rank at random places, each
+// timed from where it changes the order and undone (about half of the actions on average,
+// more for a swap near the start). Swaps that deadlock are timed too (they stop early).
+void evaluate_moves(benchmark::State& state, int p, int m, int v) {
+    const tune_problem prob = reference_problem(p, m, v, stage_placement::loop, true, 0.1, {});
+    const detail::tune::model model = detail::tune::make_model(prob);
+    detail::tune::evaluator ev(model);
+    detail::tune::sequences seq;
+    (void)detail::tune::greedy_order(model, detail::tune::greedy_rules(model).front(), seq);
+    (void)ev.run<true>(seq);
+    detail::tune::rng random(1);
+    for (auto _ : state) {
+        const std::size_t r = random.below(seq.size());
+        const std::size_t at = random.below(seq[r].size() - 1);
+        std::swap(seq[r][at], seq[r][at + 1]);
+        auto e = ev.run_changed(seq, r, at);
+        benchmark::DoNotOptimize(e);
+        std::swap(seq[r][at], seq[r][at + 1]);
+    }
+    state.counters["orders/s"] =
+        benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // The greedy start points (tune/detail/list_scheduler.hpp): every rule on p = 2, V = 2, with
 // m microbatches and room for 8 activations a rank, per action placed. Flat in m: the rule
 // looks at one action per queue, and the banker's test at one group per stage entered (it
@@ -173,6 +197,12 @@ void register_tune_benchmarks() {
          {eval_size{1'000, 4, 40, 2}, eval_size{10'000, 8, 104, 4}, eval_size{100'000, 32, 260, 4}})
         benchmark::RegisterBenchmark(("tune/evaluate/" + std::to_string(s.actions)).c_str(),
                                      [s](benchmark::State& st) { evaluate(st, s.p, s.m, s.v); })
+            ->Unit(benchmark::kMicrosecond);
+    for (const eval_size& s :
+         {eval_size{1'000, 4, 40, 2}, eval_size{10'000, 8, 104, 4}, eval_size{100'000, 32, 260, 4}})
+        benchmark::RegisterBenchmark(
+            ("tune/evaluate_moves/" + std::to_string(s.actions)).c_str(),
+            [s](benchmark::State& st) { evaluate_moves(st, s.p, s.m, s.v); })
             ->Unit(benchmark::kMicrosecond);
 
     struct search {
