@@ -35,7 +35,8 @@ constexpr std::array<option, 11> compare_own_options{{
     {"--max-stages-per-rank", "V", "try stages per rank 1..V (default 4)"},
     {"--lower", "", "simulate the lowered orders (sends, receives, FSDP) a runtime executes"},
     {"--format", "FORMAT", "text (default), json, or none (only the exit status)"},
-    {"--max-actions", "N", "skip orders with more actions than N (default 50000000)"},
+    {"--max-actions", "N",
+     "skip orders with more actions than N, counting PyTorch's idle steps (default 50000000)"},
     {"--output", "FILE",
      "also draw them, by makespan, on one time axis into an SVG file ('-': stdout)"},
     {"--max-boxes", "N", "with --output: draw at most N actions in all (default 1000000)"},
@@ -268,6 +269,11 @@ void collect_builtin(const compare_request& q, comparison& c) {
             }
             if (3LL * q.p * v * q.m > q.max_actions) {
                 if (first_reason.empty()) first_reason = "more actions than --max-actions";
+                continue;
+            }
+            if (estimated_slots(cfg) > static_cast<double>(q.max_actions)) {
+                if (first_reason.empty())
+                    first_reason = "more slots (PyTorch's idle steps included) than --max-actions";
                 continue;
             }
             result r = simulated(q, e, v, e.generate(cfg, params), split);

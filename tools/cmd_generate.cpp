@@ -91,6 +91,8 @@ int cmd_generate(std::span<const std::string> argv, output& out) {
     if (slots > max_slots)
         throw usage_error("the order would have about " + std::to_string(slots) +
                           " actions; at most " + std::to_string(max_slots) + " are printed");
+    check_slot_budget(cfg, max_slots,
+                      "the " + std::to_string(max_slots) + " generate prints at most");
 
     order o = builtin_schedules().generate(entry.name, cfg,
                                            read_planning_params(a, read_schedule_params(a)));

@@ -90,6 +90,7 @@ struct sourced_order {
         const long long least =
             2LL * generated.ranks * generated.stages_per_rank * generated.microbatches;
         if (max_boxes > 0 && least > max_boxes) throw usage_error(too_many_boxes(least, max_boxes));
+        check_slot_budget(generated, max_actions, "--max-actions " + std::to_string(max_actions));
         entry = found;
         out.title = found->pytorch_name;
     }
@@ -140,8 +141,17 @@ struct sourced_order {
         throw usage_error(too_many_boxes(static_cast<long long>(out.o.action_count()), max_boxes));
     // An order that deadlocks cannot be lowered; it is timed as it is, and the simulation
     // reports the deadlock (exit status 1, as without --lower).
-    if (a.has("--lower") && !out.report.has(rule::deadlock) && out.report.valid())
+    if (a.has("--lower") && !out.report.has(rule::deadlock) && out.report.valid()) {
+        // Lowering adds a send and a receive per message and FSDP actions: about three
+        // actions per compute action, which the limit covers too.
+        const auto compute = static_cast<long long>(out.o.action_count());
+        if (3 * compute > max_actions)
+            throw usage_error("lowered, the order would have about " + std::to_string(3 * compute) +
+                              " actions (a send and a receive per message), more than "
+                              "--max-actions " +
+                              std::to_string(max_actions));
         out.o = lower(out.o);
+    }
     return out;
 }
 

@@ -19,8 +19,10 @@
 #include <ppsched/config.hpp>
 #include <ppsched/cost_model.hpp>
 #include <ppsched/error.hpp>
+#include <ppsched/generate.hpp>
 #include <ppsched/infer_config.hpp>
 #include <ppsched/io/csv.hpp>
+#include <ppsched/io/detail/number_text.hpp>
 #include <ppsched/order.hpp>
 #include <ppsched/registry.hpp>
 #include <ppsched/transport.hpp>
@@ -56,8 +58,28 @@ inline constexpr option source_stages_per_rank_option{"--stages-per-rank", "V",
 inline constexpr option per_rank_option{
     "--per-rank", "",
     "the costs are a rank's share of the model: each of its V stages costs 1/V of them"};
+/// Throws `usage_error` when the order of a built-in schedule for `cfg` may hold more slots than
+/// `budget` (`estimated_slots`: its actions, and the idle steps of PyTorch's step tables, which
+/// grow with the square of the ranks), before anything is generated; `limit` names the budget
+/// in the message (`--max-actions 50000000`).
+inline void check_slot_budget(const config& cfg, long long budget, const std::string& limit) {
+    const double slots = estimated_slots(cfg);
+    if (!(slots > static_cast<double>(budget))) return;
+    const std::string count = slots < 9e18 ? std::to_string(static_cast<long long>(slots))
+                                           : ppsched::detail::text::general_number(slots);
+    throw usage_error("the order of " + std::to_string(cfg.ranks) + " ranks x " +
+                      std::to_string(cfg.stages_per_rank) + " stages per rank x " +
+                      std::to_string(cfg.microbatches) + " microbatches may take up to " + count +
+                      " slots (3 actions per stage and microbatch, plus up to about 7 x ranks x "
+                      "stages per rank idle steps in each rank's row of PyTorch's step table), "
+                      "more than " +
+                      limit);
+}
+
 inline constexpr option max_actions_option{
-    "--max-actions", "N", "refuse orders with more actions than N (default 50000000)"};
+    "--max-actions", "N",
+    "refuse orders with more actions than N, counting PyTorch's idle steps and, with --lower, the "
+    "sends and receives (default 50000000)"};
 /// `--transport`: how a lowered order's SENDs behave (see ppsched/transport.hpp).
 inline constexpr option transport_option{
     "--transport", "T",

@@ -10,6 +10,18 @@
 
 namespace ppsched {
 
+/// An estimate, from above, of the slots the order of a built-in schedule holds for `cfg`, for
+/// callers that must bound memory before generating: at most three compute actions per stage
+/// and microbatch, plus the idle steps of PyTorch's step tables through warm-up and cool-down
+/// (at most about 6.5 x ranks x stages per rank per rank, ZBVZeroBubble with one microbatch;
+/// the V schedules' planning grids are of the same order). Quadratic in the ranks: 2048 ranks
+/// with one microbatch make about 60 M slots. In floating point: the product of the counts
+/// may exceed any integer type.
+[[nodiscard]] constexpr double estimated_slots(const config& cfg) noexcept {
+    const double p = cfg.ranks, v = cfg.stages_per_rank, m = cfg.microbatches;
+    return 3 * p * v * m + 7 * p * p * v;
+}
+
 /// The pipeline order of the schedule `policy` for `cfg` (placement taken from the policy).
 /// Throws `config_error` (at compile time: a diagnostic) when `cfg` is malformed or the schedule
 /// does not support it. Complexity: linear in the number of slots produced.

@@ -119,3 +119,18 @@ ppsched_cli_test(simulate_group_not_taken 2 STDERR_HAS "unknown parameter 'micro
                  ARGS simulate 1F1B --ranks 4 --microbatches 8 --microbatch-group-size 4)
 ppsched_cli_test(simulate_group_with_csv 2 STDERR_HAS "cannot be used with --csv"
                  ARGS simulate --csv ${data}/good_lf.csv --microbatch-group-size 4)
+
+# PyTorch's step tables keep idle steps, quadratic in the ranks: 16384 ranks with one microbatch
+# would take gigabytes for 10^5 actions. Refused before anything is generated.
+ppsched_cli_test(simulate_idle_steps_too_many 2 STDERR_HAS "idle steps"
+                 ARGS simulate ZBVZeroBubble --ranks 16384 --microbatches 1 --format none)
+ppsched_cli_test(generate_idle_steps_too_many 2 STDERR_HAS "idle steps"
+                 ARGS generate ZBVZeroBubble --ranks 16384 --microbatches 1 --format none)
+ppsched_cli_test(compare_idle_steps_too_many 1 STDERR_HAS "no schedule accepts"
+                 STDOUT_HAS "PyTorch's idle steps included"
+                 ARGS compare --ranks 16384 --microbatches 1)
+# Lowering triples the actions: the limit covers the lowered order (400 compute actions, 1200
+# lowered).
+ppsched_cli_test(report_lowered_too_many 2 STDERR_HAS "lowered, the order would have"
+                 ARGS report GPipe --ranks 2 --microbatches 100 --lower --max-actions 1000
+                 --output never.html)

@@ -156,3 +156,9 @@ ppsched_cli_test(simulate_memory_limit_fits 0 STDOUT_HAS "memory limit 4: every 
                  ARGS simulate 1F1B --ranks 4 --microbatches 8 --memory-limit 4)
 ppsched_cli_test(simulate_memory_limit_exceeded 1 STDERR_HAS "rank 0 peaks at 4, rank 1 peaks at 3"
                  ARGS simulate 1F1B --ranks 4 --microbatches 8 --memory-limit 2)
+
+# 8192 ranks with one microbatch: the built-ins' step tables would take gigabytes; they are
+# skipped with the reason, and the search answers.
+ppsched_cli_json_test(tune_many_ranks_skips_huge_step_tables
+  "d['optimal'] and any('idle steps' in c['why_not'] for c in d['candidates'])"
+  tune --ranks 8192 --microbatches 1 --placement v --quiet --format json)

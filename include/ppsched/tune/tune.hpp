@@ -362,6 +362,16 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         cand.name = entry.pytorch_name;
         const schedule_params params = candidate_params(entry, problem);
         order o;
+        // PyTorch's step tables keep idle steps, quadratic in the ranks: 8192 ranks with one
+        // microbatch would take gigabytes for an order of 10^5 actions.
+        if (const double slots = estimated_slots(cfg); slots > 5e7) {
+            cand.why_not = "skipped: its order may take up to " +
+                           std::to_string(static_cast<long long>(std::min(slots, 9e18))) +
+                           " slots (PyTorch's step tables keep idle steps), more than the " +
+                           "50000000 tune generates";
+            result.candidates.push_back(std::move(cand));
+            continue;
+        }
         try {
             o = entry.generate(cfg, params);
         } catch (const config_error& e) {
