@@ -98,3 +98,31 @@ TEST_CASE("overlapped actions show as O", "[timeline]") {
     const std::string text = format_text_timeline(simulate(o), o.cfg());
     CHECK((text.find('O') != std::string::npos || text.find('o') != std::string::npos));
 }
+
+TEST_CASE("a wide column of many short actions is busy, not idle", "[timeline]") {
+    // 1F1B, 4 ranks, 8 microbatches, F = 1, B = 2 (makespan 33) in columns of 10 or 20 units:
+    // a column shows an action when the rank computes for more of it than it idles. Each
+    // column's busy time is worked out here from the timeline.
+    const order o = ppsched::generate<ppsched::one_f_one_b>(config{.ranks = 4, .microbatches = 8});
+    const simulation sim = simulate(o, cost_model::uniform_fb(1, 2));
+    for (double k : {10.0, 20.0}) {
+        text_timeline_options opts;
+        opts.legend = false;
+        opts.units_per_column = k;
+        const auto lines = lines_of(format_text_timeline(sim, o.cfg(), opts));
+        REQUIRE(lines.size() == 5);
+        for (int r = 0; r < 4; ++r) {
+            const std::string row = lines[static_cast<std::size_t>(r) + 1].substr(8);
+            for (std::size_t c = 0; c < row.size(); ++c) {
+                const double lo = static_cast<double>(c) * k;
+                const double hi = std::min(lo + k, sim.makespan);
+                double busy = 0;
+                for (const auto& t : sim.timeline)
+                    if (t.rank == r && t.ran)
+                        busy += std::max(0.0, std::min(hi, t.end) - std::max(lo, t.start));
+                INFO("k " << k << " rank " << r << " column " << c << " busy " << busy);
+                CHECK((row[c] == '.') == (busy < (hi - lo) / 2));
+            }
+        }
+    }
+}

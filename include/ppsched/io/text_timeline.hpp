@@ -64,7 +64,7 @@ namespace ppsched::io {
 
 /// The compute stream of each rank as a line of characters: column c covers the time
 /// [c * k, (c + 1) * k) for k units per column and shows the action that computes longest in it,
-/// or `.` when the rank idles longer than any action computes (communication streams are not
+/// or `.` when the rank idles for more of it than it computes (communication streams are not
 /// shown). Above the ranks a ruler marks every tenth column with its time.
 /// Example (GPipe, 2 ranks, 2 microbatches, F = 1, B = 2):
 /// ```
@@ -110,12 +110,14 @@ namespace ppsched::io {
             }
         }
     }
-    // A column shows idle when idle time outweighs the longest action in it.
+    // A column shows idle when the rank is idle for more of it than it is busy (and otherwise
+    // the action that covers most of it): in a wide column of many short actions, the idle
+    // time outweighs each action but not all of them.
     for (std::size_t r = 0; r < R; ++r)
         for (std::size_t c = 0; c < columns; ++c) {
             const double lo = static_cast<double>(c) * k;
             const double len = std::min(lo + k, span) - lo;
-            if (len - busy[r * columns + c] > best[r * columns + c]) lines[r][c] = '.';
+            if (len - busy[r * columns + c] > busy[r * columns + c]) lines[r][c] = '.';
         }
 
     std::size_t label = 0;
