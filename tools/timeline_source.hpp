@@ -140,12 +140,12 @@ inline std::string describe_costs(const cost_model& costs) {
 }
 
 /// The summary the drawing subcommands print: the title, makespan, ideal time, bubble, and
-/// each rank's busy and idle time, peak activations and peak memory.
+/// each rank's busy and idle time, peak activations and peak memory. With `--steps`, of the
+/// step layout drawn (times in steps), as the picture and the trace give them.
 [[nodiscard]] inline std::string timeline_summary(const loaded_timeline& t) {
-    io::chart timed = t.chart;
-    timed.steps = false;
-    const simulation& sim = t.timed;
-    std::string out = ppsched::io::chart_title(timed) + "\n";
+    const simulation& sim = t.chart.steps ? t.chart.sim : t.timed;
+    std::string out = ppsched::io::chart_title(t.chart) + "\n";
+    if (t.chart.steps) out += "  times in steps: one per action, as drawn (no costs)\n";
     append_simulation_summary(out, sim);
     out += "\n";
     std::vector<std::array<std::string, 6>> rows{

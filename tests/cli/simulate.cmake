@@ -134,3 +134,11 @@ ppsched_cli_test(compare_idle_steps_too_many 1 STDERR_HAS "no schedule accepts"
 ppsched_cli_test(report_lowered_too_many 2 STDERR_HAS "lowered, the order would have"
                  ARGS report GPipe --ranks 2 --microbatches 100 --lower --max-actions 1000
                  --output never.html)
+
+# With --steps the printed summary is the step layout's, as the picture draws it: 1F1B on 2
+# ranks x 2 microbatches takes 7 steps (rank 0: F0 F1, two idle steps, B0, idle, B1), not the
+# 9 time units of F = 1, B = 2.
+ppsched_cli_test(timeline_steps_summary 0 STDOUT_HAS "makespan       7"
+                 ARGS timeline 1F1B --ranks 2 --microbatches 2 --steps --summary)
+ppsched_cli_test(timeline_steps_summary_says_steps 0 STDOUT_HAS "times in steps"
+                 ARGS timeline 1F1B --ranks 2 --microbatches 2 --steps --summary)
