@@ -93,6 +93,10 @@ int cmd_calibrate(std::span<const std::string> argv, output& out) {
         return exit_ok;
     }
     a.expect_positionals(1, 4096, "TRACE");
+    for (const char* flag : {"--output", "--order", "--picture"})
+        if (a.value(flag) == "-")
+            throw usage_error(std::string("calibrate prints its report on standard output: give ") +
+                              flag + " a file name, not '-'");
     const io::measured_trace trace = io::read_pytorch_trace_files(a.positionals());
     const calibration c = calibrate(trace);
     const std::string report = format_calibration(c);
@@ -115,7 +119,9 @@ int cmd_calibrate(std::span<const std::string> argv, output& out) {
                      " ranks, " + std::to_string(c.executed.cfg().microbatches) + " microbatches";
         files.emplace_back(*p, io::write_svg(std::span<const io::chart>(charts), opts));
     }
-    for (const auto& [path, text] : files) write_output_file(path, text);
+    std::vector<std::pair<std::string, std::string_view>> views;
+    for (const auto& [path, text] : files) views.emplace_back(path, text);
+    write_output_files(views); // all or none
     out.out = report;
     for (const auto& [path, text] : files) out.out += "wrote " + path + "\n";
     return exit_ok;

@@ -10,13 +10,17 @@
 ///   socket) is opened and written through; it is never replaced by a regular file.
 /// - `-` is standard output (the caller's `output::out`, printed only on success).
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -67,47 +71,86 @@ inline std::filesystem::path follow_links(std::filesystem::path p, const std::st
 
 } // namespace detail
 
-/// Writes `text` to `path` (see the file comment: atomic for regular files, written through
-/// for devices and FIFOs, links followed). Throws `usage_error` (`cannot write PATH: reason`)
-/// when the directory does not exist or is not writable, `path` is a directory, or a write
-/// fails; no temporary file is left behind then.
-inline void write_output_file(const std::string& path, std::string_view text) {
+/// Writes each (path, text) of `files` (see the file comment: atomic for regular files, written
+/// through for devices and FIFOs, links followed), all or none of the regular files: every
+/// target is checked first, the regular files' texts go to temporary files, then the devices
+/// and FIFOs are written, and only then are the temporary files renamed into place. Throws
+/// `usage_error` (`cannot write PATH: reason`) when a directory does not exist or is not
+/// writable, a path is a directory, or a write fails; no temporary file (and no regular
+/// output) is left behind then.
+inline void write_output_files(std::span<const std::pair<std::string, std::string_view>> files) {
     namespace fs = std::filesystem;
-    if (path.empty()) throw usage_error("--output needs a file name");
-    const std::string shown = printable(path);
-    const fs::path target = detail::follow_links(fs::path(path), path);
-    std::error_code ec;
-    const fs::file_status st = fs::status(target, ec);
-    if (fs::is_directory(st)) throw usage_error("cannot write " + shown + ": is a directory");
-    if (fs::exists(st) && !fs::is_regular_file(st)) {
-        detail::write_through(target.string(), text);
-        return;
+    struct target_file {
+        fs::path target, temp;
+        std::string shown;
+        bool through = false;
+        std::string_view text;
+    };
+    std::vector<target_file> targets;
+    for (const auto& [path, text] : files) {
+        if (path.empty()) throw usage_error("--output needs a file name");
+        target_file t;
+        t.shown = printable(path);
+        t.text = text;
+        t.target = detail::follow_links(fs::path(path), path);
+        std::error_code ec;
+        const fs::file_status st = fs::status(t.target, ec);
+        if (fs::is_directory(st)) throw usage_error("cannot write " + t.shown + ": is a directory");
+        t.through = fs::exists(st) && !fs::is_regular_file(st);
+        if (!t.through) {
+            const fs::path dir =
+                t.target.has_parent_path() ? t.target.parent_path() : fs::path(".");
+            if (!fs::is_directory(dir, ec))
+                throw usage_error("cannot write " + t.shown + ": directory " +
+                                  printable(dir.string()) + " does not exist");
+            t.temp = dir / ("." + t.target.filename().string() + ".tmp" +
+                            std::to_string(::getpid()) + "." + std::to_string(targets.size()));
+        }
+        targets.push_back(std::move(t));
     }
-    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    if (!fs::is_directory(dir, ec))
-        throw usage_error("cannot write " + shown + ": directory " + printable(dir.string()) +
-                          " does not exist");
-    const fs::path temp =
-        dir / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()));
-    {
-        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    auto remove_temps = [&] {
+        std::error_code ec;
+        for (const target_file& t : targets)
+            if (!t.through) fs::remove(t.temp, ec);
+    };
+    for (const target_file& t : targets) {
+        if (t.through) continue;
+        std::ofstream out(t.temp, std::ios::binary | std::ios::trunc);
         if (!out) {
             const std::string reason = std::strerror(errno);
-            throw usage_error("cannot write " + shown + ": " + reason);
+            remove_temps();
+            throw usage_error("cannot write " + t.shown + ": " + reason);
         }
-        out.write(text.data(), static_cast<std::streamsize>(text.size()));
+        out.write(t.text.data(), static_cast<std::streamsize>(t.text.size()));
         out.close();
         if (!out) {
-            fs::remove(temp, ec);
-            throw usage_error("cannot write " + shown + ": write failed (disk full?)");
+            remove_temps();
+            throw usage_error("cannot write " + t.shown + ": write failed (disk full?)");
         }
     }
-    fs::rename(temp, target, ec);
-    if (ec) {
-        const std::string reason = ec.message();
-        fs::remove(temp, ec);
-        throw usage_error("cannot write " + shown + ": " + reason);
+    try {
+        for (const target_file& t : targets)
+            if (t.through) detail::write_through(t.target.string(), t.text);
+    } catch (...) {
+        remove_temps();
+        throw;
     }
+    for (const target_file& t : targets) {
+        if (t.through) continue;
+        std::error_code ec;
+        fs::rename(t.temp, t.target, ec);
+        if (ec) {
+            const std::string reason = ec.message();
+            remove_temps();
+            throw usage_error("cannot write " + t.shown + ": " + reason);
+        }
+    }
+}
+
+/// Writes `text` to `path`: `write_output_files` with one file.
+inline void write_output_file(const std::string& path, std::string_view text) {
+    const std::array<std::pair<std::string, std::string_view>, 1> one{{{path, text}}};
+    write_output_files(one);
 }
 
 /// `--output` handled the same way everywhere: `-` appends `text` to `out.out` (printed only

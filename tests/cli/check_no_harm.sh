@@ -156,4 +156,23 @@ for f in spaced quoted; do
   expect 0 "lower $f cells" "$tool" lower "$tmp/$f.csv"
   cmp -s "$tmp/out" "$comms" || fail "$f cells lower differently"
 done
+# --- several outputs: all or none --------------------------------------------------------------
+# calibrate writes a cost file, an order and a picture: a failing one (a full device) leaves
+# neither of the others behind.
+cal=$(dirname "$0")/data/calibrate
+if [[ -w /dev/full ]]; then
+  expect 2 "calibrate with one output on a full device" "$tool" calibrate "$cal/1f1b_rank0.json" \
+    "$cal/1f1b_rank1.json" --output "$tmp/costs.json" --order "$tmp/order.csv" --picture /dev/full
+  [[ -e $tmp/costs.json || -e $tmp/order.csv ]] && fail "calibrate left outputs behind"
+  ls -a "$tmp" | grep -q '\.tmp' && fail "calibrate left a temporary file behind"
+fi
+expect 0 "calibrate with every output" "$tool" calibrate "$cal/1f1b_rank0.json" \
+  "$cal/1f1b_rank1.json" --output "$tmp/costs.json" --order "$tmp/order.csv" --picture "$tmp/p.svg"
+[[ -s $tmp/costs.json && -s $tmp/order.csv && -s $tmp/p.svg ]] || fail "calibrate wrote not every output"
+# '-' is standard output where it is the only output; plan and calibrate print a report there.
+expect 2 "calibrate --output -" "$tool" calibrate "$cal/1f1b_rank0.json" "$cal/1f1b_rank1.json" --output -
+grep -q "a file name, not '-'" "$tmp/err" || fail "calibrate --output - does not say why"
+expect 2 "plan --output -" "$tool" plan "$(dirname "$0")/data/model_tiny.json" --ranks 2 --microbatches 4 --output -
+grep -q "a file name, not '-'" "$tmp/err" || fail "plan --output - does not say why"
+[[ -e ./- ]] && fail "a file named '-' was written"
 exit $failed
