@@ -27,7 +27,9 @@ constexpr std::array<option, 8> plan_option_list{{
     {"--ranks", "P", "pipeline ranks (required)"},
     {"--microbatches", "M", "microbatches per step (required)"},
     {"--max-stages-per-rank", "V", "try 1..V stages per rank (default 4)"},
-    {"--time-limit", "S", "seconds for all schedule searches together (default 5)"},
+    {"--time-limit", "S",
+     "seconds for all schedule searches together (default 5); past it the default splits' "
+     "built-in schedules are still timed, for the baseline"},
     {"--max-evaluations", "N", "per split: stop the search after N simulated orders"},
     {"--fused", "", "the runtime cannot split backward into I and W (B only)"},
     {"--output", "FILE", "write the chosen order as PyTorch's CSV to FILE"},

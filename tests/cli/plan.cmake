@@ -64,3 +64,9 @@ foreach(case IN ITEMS "model_tiny.json;2;4" "../../../examples/models/deepseek_v
                    -DOUT=${CMAKE_CURRENT_BINARY_DIR}/plan_roundtrip_${stem}.csv
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/plan_layout_roundtrip.cmake.in)
 endforeach()
+
+# Sizes plan cannot handle within seconds are refused at once, with what to change.
+ppsched_cli_test(plan_too_many_microbatches 2 STDERR_HAS "plan with fewer microbatches"
+                 ARGS plan ${tiny} --ranks 2 --microbatches 1048576)
+ppsched_cli_test(plan_too_many_layers 2 STDERR_HAS "merge layers into fewer"
+                 ARGS plan ${data}/model_many_layers.json --ranks 4 --microbatches 8)

@@ -142,3 +142,9 @@ ppsched_cli_test(timeline_steps_summary 0 STDOUT_HAS "makespan       7"
                  ARGS timeline 1F1B --ranks 2 --microbatches 2 --steps --summary)
 ppsched_cli_test(timeline_steps_summary_says_steps 0 STDOUT_HAS "times in steps"
                  ARGS timeline 1F1B --ranks 2 --microbatches 2 --steps --summary)
+
+# (plan, here for ppsched_cli_json_test)
+# 10 layers (embedding, 8 decoders, loss) on 10 ranks: the default split leaves a stage empty
+# (8 decoders for 10 stages); one layer per stage is as fast, and is planned.
+ppsched_cli_json_test(plan_no_empty_stage_at_a_tie "0 not in d['stage_layers']"
+  plan ${tiny} --ranks 10 --microbatches 4 --format json)

@@ -24,7 +24,9 @@ using partition_rule = std::function<bool(int k, int first, int last)>;
 /// of squared part costs. Parts that `allowed` rejects are never used. Returns the number of
 /// items in each part, or nothing when no split satisfies `allowed` (or there are fewer items
 /// than parts).
-/// Complexity: O(parts * n^2) time (two dynamic programs over prefixes), O(parts * n) memory.
+/// Complexity: O(parts * n * L) time, L the most items a part of cost at most the answer holds
+/// (n in the worst case: two dynamic programs over prefixes), O(parts * n) memory. Requires
+/// non-negative weights and scales.
 [[nodiscard]] inline std::optional<std::vector<int>>
 min_max_partition(std::span<const double> weights, int parts, std::span<const double> scale = {},
                   const partition_rule& allowed = {}) {
@@ -50,12 +52,17 @@ min_max_partition(std::span<const double> weights, int parts, std::span<const do
     // Pass 1: best[k][j] = the least largest cost of splitting the first j items into k parts.
     std::vector<double> best(static_cast<std::size_t>(parts + 1) * stride, inf);
     best[at(0, 0)] = 0;
+    // The last part [i, j) grows as i falls, and its cost never falls (weights and scales are
+    // non-negative, and floating-point sums and differences are monotone): once it reaches
+    // the best found, no smaller i can do better. So a part is scanned only up to the size
+    // the answer allows, not over every i.
     for (int k = 1; k <= parts; ++k)
         for (int j = k; j <= n - (parts - k); ++j)
-            for (int i = k - 1; i < j; ++i) {
+            for (int i = j - 1; i >= k - 1; --i) {
+                const double c = cost(k - 1, i, j);
+                if (c >= best[at(k, j)]) break;
                 const double before = best[at(k - 1, i)];
                 if (before == inf || !ok(k - 1, i, j)) continue;
-                const double c = cost(k - 1, i, j);
                 const double v = before > c ? before : c;
                 if (v < best[at(k, j)]) best[at(k, j)] = v;
             }
@@ -68,15 +75,17 @@ min_max_partition(std::span<const double> weights, int parts, std::span<const do
     std::vector<double> squares(static_cast<std::size_t>(parts + 1) * stride, inf);
     std::vector<int> from(static_cast<std::size_t>(parts + 1) * stride, -1);
     squares[at(0, 0)] = 0;
+    // (The same scan from the largest i, up to the cap; at equal sums the smallest i wins, as
+    // in a scan from the smallest.)
     for (int k = 1; k <= parts; ++k)
         for (int j = k; j <= n - (parts - k); ++j)
-            for (int i = k - 1; i < j; ++i) {
+            for (int i = j - 1; i >= k - 1; --i) {
+                const double c = cost(k - 1, i, j);
+                if (c > cap) break;
                 const double before = squares[at(k - 1, i)];
                 if (before == inf || !ok(k - 1, i, j)) continue;
-                const double c = cost(k - 1, i, j);
-                if (c > cap) continue;
                 const double v = before + c * c;
-                if (v < squares[at(k, j)]) {
+                if (v <= squares[at(k, j)]) {
                     squares[at(k, j)] = v;
                     from[at(k, j)] = i;
                 }

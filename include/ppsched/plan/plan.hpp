@@ -53,7 +53,8 @@ namespace ppsched {
 struct plan_options {
     int max_stages_per_rank = 4; ///< try v = 1..this stages per rank
     /// Wall-clock seconds for all of tune's searches together (each candidate gets an equal
-    /// share of what is left).
+    /// share of what is left). Past it the candidates left are not searched, but the default
+    /// splits' built-in schedules are still timed (the baseline; linear in the order's size).
     double time_limit = 5;
     /// Per candidate: stop tune after this many simulated orders (0: no limit). With a
     /// generous time limit the result then depends only on the inputs.
@@ -99,6 +100,10 @@ struct plan_result {
 
 namespace detail::plan {
 
+[[nodiscard]] inline bool has_empty_stage(const std::vector<int>& stage_layers) {
+    return std::find(stage_layers.begin(), stage_layers.end(), 0) != stage_layers.end();
+}
+
 inline void add_candidate(std::vector<plan_candidate>& out, std::vector<int> sizes, int v,
                           stage_placement placement, std::string rule) {
     for (const plan_candidate& c : out)
@@ -120,9 +125,11 @@ inline std::string short_number(double v) { return ppsched::detail::text::genera
 
 /// Plans `model` on `ranks` pipeline ranks with `microbatches` microbatches (see the file
 /// comment for how). Throws `config_error` for counts out of range, a model without layers,
-/// or a memory capacity no candidate split fits (the message says how much memory is
-/// missing). Complexity: O(v_max^2 * ranks * layers^2) for the partitions, plus tune's
-/// searches within `options.time_limit`.
+/// orders of more than 10^6 actions (3 x ranks x max stages per rank x microbatches: every
+/// candidate's built-in schedules are timed whole), models whose partitions would take more
+/// than 2 x 10^9 steps (layers^2 x ranks x max stages per rank), or a memory capacity no
+/// candidate split fits (the message says how much memory is missing). Complexity: O(v_max^2 *
+/// ranks * layers^2) for the partitions, plus tune's searches within `options.time_limit`.
 [[nodiscard]] inline plan_result plan(const model_description& model, int ranks, int microbatches,
                                       const plan_options& options = {}) {
     using clock = std::chrono::steady_clock;
@@ -135,6 +142,20 @@ inline std::string short_number(double v) { return ppsched::detail::text::genera
                     options.max_stages_per_rank, ")");
     PPSCHED_EXPECTS(!model.layers.empty(), "ppsched::plan: the model has no layers");
     const int n = static_cast<int>(model.layers.size());
+    // What plan can do within a time limit: every candidate's orders are generated and
+    // simulated whole (tune's start points), and each partition costs up to stages x layers^2.
+    const double actions = 3.0 * ranks * options.max_stages_per_rank * microbatches;
+    PPSCHED_EXPECTS(actions <= 1e6, "ppsched::plan: ", ranks, " ranks x up to ",
+                    options.max_stages_per_rank, " stages per rank x ", microbatches,
+                    " microbatches make orders of up to ", static_cast<long long>(actions),
+                    " actions, more than the 1000000 plan times for every candidate split; plan "
+                    "with fewer microbatches or stages per rank");
+    const double splitting = static_cast<double>(n) * n * ranks * options.max_stages_per_rank;
+    PPSCHED_EXPECTS(splitting <= 2e9, "ppsched::plan: splitting ", n, " layers into up to ",
+                    ranks * options.max_stages_per_rank,
+                    " stages takes about layers^2 x stages = ", static_cast<long long>(splitting),
+                    " steps, more than the 2000000000 plan allows: merge layers into fewer, "
+                    "larger ones");
     const double capacity = model.memory_capacity;
 
     std::vector<double> compute, memory;
@@ -226,9 +247,19 @@ inline std::string short_number(double v) { return ppsched::detail::text::genera
                                        c.stages_per_rank, c.placement);
         if (options.fused_backward) p.backward = backward_mode::fused;
         const bool is_default = c.rule == "default";
-        const bool pruned = have && c.lower_bound >= result.schedule.makespan * (1 - 1e-12);
-        if (pruned && !is_default) continue;
         const double spent = std::chrono::duration<double>(clock::now() - started).count();
+        // Past the time limit only the default splits' built-in schedules are still timed
+        // (the baseline); the other candidates are not searched.
+        const bool late = have && spent >= options.time_limit;
+        // A split without an empty stage replaces, at an equal makespan, one with an empty
+        // stage (the default split leaves one where there are fewer decoders than stages).
+        const bool fills = have && detail::plan::has_empty_stage(result.stage_layers) &&
+                           !detail::plan::has_empty_stage(c.stage_layers);
+        const double best = have ? result.schedule.makespan : 0;
+        const bool beaten = have && (fills ? c.lower_bound > best * (1 + 1e-12)
+                                           : c.lower_bound >= best * (1 - 1e-12));
+        const bool pruned = late || beaten;
+        if (pruned && !is_default) continue;
         tune_options to;
         to.time_limit =
             std::max(0.0, options.time_limit - spent) / static_cast<double>(fitting.size() - k);
@@ -248,9 +279,9 @@ inline std::string short_number(double v) { return ppsched::detail::text::genera
             result.default_schedule = r.best_builtin;
             result.default_makespan = r.best_builtin_makespan;
         }
-        if (pruned) continue;
+        if (beaten) continue; // its bound cannot win (a late default split's built-in can)
         c.makespan = r.makespan;
-        if (!have || r.makespan < result.schedule.makespan) {
+        if (!have || r.makespan < best || (fills && r.makespan <= best * (1 + 1e-12))) {
             have = true;
             result.stage_layers = c.stage_layers;
             result.stages_per_rank = c.stages_per_rank;
