@@ -3,6 +3,7 @@
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/algorithms/step_timeline.hpp>
 #include <ppsched/generate.hpp>
+#include <ppsched/io/detail/json_text.hpp>
 #include <ppsched/io/svg.hpp>
 #include <ppsched/schedules.hpp>
 
@@ -184,6 +185,24 @@ TEST_CASE("text from the caller is escaped", "[svg]") {
     CHECK(svg.find("a&lt;b &amp; &quot;c&quot; &apos;d&apos;") != std::string::npos);
     CHECK(svg.find("x &gt; y?") != std::string::npos);
     CHECK(ppsched::detail::svg::xml_escape("<&>") == "&lt;&amp;&gt;");
+}
+
+TEST_CASE("text that is not UTF-8 becomes U+FFFD, so the picture stays well-formed", "[svg]") {
+    // A stray continuation byte, a truncated sequence, an overlong '/', a surrogate and a code
+    // point above U+10FFFF, between well-formed text of 1 to 4 bytes per character.
+    const std::string bad = "a\x80"
+                            "b\xE2\x82 c\xC0\xAF d\xED\xA0\x80 e\xF4\x90\x80\x80";
+    const std::string good = "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80";
+    chart c = simulated(bad + good, gpipe_2x2());
+    const std::string svg = write_svg(c);
+    CHECK(test_support::xml_problem(svg).empty());
+    const std::string fffd = "\xEF\xBF\xBD";
+    CHECK(svg.find("a" + fffd + "b" + fffd + fffd + " c" + fffd + fffd + " d" + fffd + fffd + fffd +
+                   " e" + fffd + fffd + fffd + fffd + good) != std::string::npos);
+    std::string json;
+    ppsched::detail::text::append_json_string(json, bad + good);
+    CHECK(json == "\"a" + fffd + "b" + fffd + fffd + " c" + fffd + fffd + " d" + fffd + fffd +
+                      fffd + " e" + fffd + fffd + fffd + fffd + good + "\"");
 }
 
 TEST_CASE("a step layout draws one unit per step", "[svg]") {

@@ -2,15 +2,32 @@
 /// \file io/detail/xml_text.hpp
 /// XML (and HTML) text escaping, shared by the SVG pictures and the HTML report.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
+
+#include "ppsched/io/detail/utf8_text.hpp"
 
 namespace ppsched::detail::text {
 
 /// Appends `text` with the five XML special characters escaped. Control characters that XML 1.0
-/// forbids become `?`, so any text (file names, user titles) yields a well-formed document.
+/// forbids become `?` and bytes that are not well-formed UTF-8 become U+FFFD, so any text (file
+/// names, user titles) yields a well-formed document.
 inline void append_xml_escaped(std::string& out, std::string_view text) {
-    for (const char c : text) {
+    for (std::size_t i = 0; i < text.size();) {
+        const char c = text[i];
+        const std::size_t n = utf8_sequence_length(text, i);
+        if (n == 0) {
+            out += utf8_replacement;
+            ++i;
+            continue;
+        }
+        if (n > 1) {
+            out.append(text.substr(i, n));
+            i += n;
+            continue;
+        }
+        ++i;
         switch (c) {
         case '&':
             out += "&amp;";
