@@ -96,3 +96,8 @@ ppsched_cli_test(simulate_memory_unit 0 STDOUT_HAS "memory: in memory units"
                  ARGS simulate 1F1B --ranks 2 --microbatches 2)
 ppsched_cli_test(compare_memory_unit 0 STDOUT_HAS "memory: in memory units"
                  ARGS compare --ranks 2 --microbatches 4)
+
+# A file whose own indices fit its size, checked against more ranks than it can serve: the
+# message is about --ranks, not about a cell of the file.
+ppsched_cli_test(validate_too_few_actions_for_ranks 2 STDERR_HAS "too few for 5 ranks"
+                 ARGS validate ${data}/good_lf.csv --ranks 5)

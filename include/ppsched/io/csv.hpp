@@ -170,6 +170,16 @@ void expect_inferable_indices(const R& rows, std::string_view source = "<csv>",
     const long long S = infer_stages ? (max_stage_seen + P) / P * P : 1;
     const long long M = infer_microbatches ? max_mb + 1 : 1;
     if (S * M <= parts || max_stage_seen < 0) return;
+    if (ranks > 0 && infer_stages && (max_stage_seen + 1) * M <= parts)
+        // The file's own indices fit its size: the given rank count is what does not.
+        throw parse_error(std::string(source) + ": " + std::to_string(parts) +
+                              (parts == 1 ? " action" : " actions") + " in " +
+                              std::to_string(row_count) + (row_count == 1 ? " row" : " rows") +
+                              ", too few for " + std::to_string(P) + " ranks: a valid order of " +
+                              std::to_string(S) + " stages and " + std::to_string(M) +
+                              (M == 1 ? " microbatch" : " microbatches") + " has at least " +
+                              std::to_string(S * M) + " actions (check --ranks)",
+                          0, 0);
     // Name the index that is further out of reach.
     const bool blame_mb = infer_microbatches && (!infer_stages || M >= S);
     const std::size_t row = blame_mb ? mb_row : stage_row;
