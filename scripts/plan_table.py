@@ -27,6 +27,7 @@ for model in ("llama_dense", "deepseek_v3"):
             dtext = (f"{d['stages_per_rank']}, {d['placement']}, {d['schedule']}"
                      if d else "none fits")
             dstep = f"{d['makespan']:.1f}" if d else "-"
+            speedup = "-" if r["speedup"] is None else f"{r['speedup']:.3f}"
             print(f"| {model} | {p} | {m} | {r['stages_per_rank']}, {r['placement']} "
-                  f"| {r['makespan']:.1f} | {dtext} | {dstep} | {r['speedup']:.3f} "
+                  f"| {r['makespan']:.1f} | {dtext} | {dstep} | {speedup} "
                   f"| {peak:.1f} / {capacity:g} |", flush=True)

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -98,8 +99,10 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
             : write_megatron_layout(layout_of(model, r.default_stage_layers));
     double peak = 0;
     for (double x : r.schedule.peak_memory) peak = x > peak ? x : peak;
+    // No speedup where there is no baseline, or where every step costs nothing (0 / 0):
+    // NaN, `null` in JSON.
     const double speedup = r.default_schedule.empty() || r.schedule.makespan <= 0
-                               ? 0
+                               ? std::numeric_limits<double>::quiet_NaN()
                                : r.default_makespan / r.schedule.makespan;
 
     if (auto file = a.value("--output")) write_output_file(*file, io::write_csv(r.schedule.best));
@@ -161,7 +164,9 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
              r.default_schedule + "\n";
         s += "  step time      " + format_number(r.default_makespan) + " ms\n";
         s += "  megatron       \"" + default_layout + "\"\n";
-        s += "  speedup        " + format_number(speedup) + "x\n";
+        s += std::isfinite(speedup)
+                 ? "  speedup        " + format_number(speedup) + "x\n"
+                 : std::string("  speedup        none: the step time is 0 (every cost is 0)\n");
     }
     if (auto file = a.value("--output")) s += "\norder: " + *file + "\n";
     out.out = s;

@@ -70,3 +70,6 @@ ppsched_cli_test(plan_too_many_microbatches 2 STDERR_HAS "plan with fewer microb
                  ARGS plan ${tiny} --ranks 2 --microbatches 1048576)
 ppsched_cli_test(plan_too_many_layers 2 STDERR_HAS "merge layers into fewer"
                  ARGS plan ${data}/model_many_layers.json --ranks 4 --microbatches 8)
+# Every cost 0: no speedup to speak of (it printed 0x).
+ppsched_cli_test(plan_zero_costs_no_speedup 0 STDOUT_HAS "speedup        none"
+                 ARGS plan ${data}/model_free.json --ranks 2 --microbatches 4)
