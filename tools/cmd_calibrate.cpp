@@ -16,18 +16,22 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "order_source.hpp"
 #include "output_file.hpp"
 
 namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 3> calibrate_options{{
+constexpr std::array<option, 4> calibrate_options{{
     {"--output", "FILE",
      "write the fitted costs as JSON (what --costs of simulate and compare "
      "reads)"},
     {"--order", "FILE", "write the executed order as PyTorch's CSV"},
     {"--picture", "FILE", "write an SVG: the measured iteration above its replay, one time axis"},
+    {"--max-boxes", "N",
+     "with --picture: draw at most N actions (default 1000000, each measured action twice); "
+     "more is an error"},
 }};
 
 constexpr command_help calibrate_help{
@@ -108,7 +112,11 @@ int cmd_calibrate(std::span<const std::string> argv, output& out) {
     std::vector<std::pair<std::string, std::string>> files;
     if (auto p = a.value("--output")) files.emplace_back(*p, io::write_cost_json(c.costs));
     if (auto p = a.value("--order")) files.emplace_back(*p, io::write_csv(c.executed));
+    const long long max_boxes = a.integer("--max-boxes", 1, 1LL << 40, default_max_boxes);
     if (auto p = a.value("--picture")) {
+        // Both charts draw every action: twice the executed order's actions.
+        const auto boxes = 2 * static_cast<long long>(c.executed.action_count());
+        if (boxes > max_boxes) throw usage_error(too_many_boxes(boxes, max_boxes));
         io::chart predicted;
         predicted.name = "simulated with the fitted costs";
         predicted.cfg = c.executed.cfg();
