@@ -42,9 +42,9 @@ constexpr command_help validate_help{
         "with fewer rows than --ranks is invalid). Prints each violation (rule, rank, step,\n"
         "action, message), the ranks of each deadlock cycle, and PyTorch's step table with\n"
         "'<-- ERROR HERE' at the first one. JSON: {file, valid, config: {ranks,\n"
-        "stages_per_rank, microbatches, placement}, lowered, transport, violations: [{rule,\n"
-        "rank, step, action, other_rank, other_step, other_action, message}], cycles: [[rank,\n"
-        "...]]}.\n"
+        "stages_per_rank, microbatches, placement}, lowered, transport, total, truncated,\n"
+        "violations: [{rule, rank, step, action, other_rank, other_step, other_action,\n"
+        "message}] (the first 1000 of total), cycles: [[rank, ...]]}.\n"
         "Exit status 0 valid, 1 invalid, 2 unreadable file or bad options.",
 };
 
@@ -82,7 +82,8 @@ std::string json_report(const std::string& file, const order_file& o, transport 
         ", \"microbatches\": " + std::to_string(c.microbatches) + ", \"placement\": \"" +
         std::string(to_string_view(c.placement)) +
         "\"}, \"lowered\": " + (is_lowered(o) ? "true" : "false") + ", \"transport\": \"" +
-        std::string(to_string_view(t)) + "\",\n \"violations\": [";
+        std::string(to_string_view(t)) + "\",\n \"total\": " + std::to_string(report.total()) +
+        ", \"truncated\": " + (report.truncated() ? "true" : "false") + ",\n \"violations\": [";
     bool first = true;
     for (const violation& v : report) {
         out += first ? "\n  " : ",\n  ";
