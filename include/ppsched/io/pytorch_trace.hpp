@@ -310,10 +310,15 @@ inline bool is_compute_kind(action_kind k) {
     int stated_world = 0;
     for (std::size_t f = 0; f < files.size(); ++f) stated_world = std::max(stated_world, world[f]);
     const int expected = std::max(ranks, stated_world);
+    // The first 20 missing ranks are named, the rest counted (a world of a million ranks
+    // would make a message of megabytes).
     std::string missing;
+    int absent = 0;
     for (int r = 0; r < expected; ++r)
-        if (r >= ranks || rank_file[static_cast<std::size_t>(r)] < 0)
-            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        if (r >= ranks || rank_file[static_cast<std::size_t>(r)] < 0) {
+            if (++absent <= 20) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        }
+    if (absent > 20) missing += " and " + std::to_string(absent - 20) + " more";
     if (!missing.empty())
         throw config_error("ppsched::io::read_pytorch_trace: missing rank(s) " + missing + " of " +
                            std::to_string(expected) +
