@@ -169,6 +169,9 @@ compare_request read_request(const args& a) {
     q.p = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
     q.m = static_cast<int>(a.integer("--microbatches", 1, 1LL << 30, 1));
     q.v_max = static_cast<int>(a.integer("--max-stages-per-rank", 1, 64, 4));
+    if (a.has("--stages-per-rank") && a.has("--max-stages-per-rank"))
+        throw usage_error("--stages-per-rank and --max-stages-per-rank contradict each other: "
+                          "give one (V only, or 1..V)");
     if (a.has("--stages-per-rank"))
         q.v_min = q.v_max = static_cast<int>(a.integer("--stages-per-rank", 1, max_stage + 1, 1));
     q.max_actions = a.integer("--max-actions", 1, 1LL << 40, 50'000'000);

@@ -89,8 +89,8 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
         throw usage_error(std::string(what) + " expects a non-negative number, got '" +
                           printable(text) + "'");
     if (!(v <= std::numeric_limits<double>::max()))
-        throw usage_error(std::string(what) + " expects a non-negative number, got '" +
-                          printable(text) + "' (costs must be finite)");
+        throw usage_error(std::string(what) + " expects a finite non-negative number, got '" +
+                          printable(text) + "'");
     return v;
 }
 

@@ -154,3 +154,5 @@ ppsched_cli_json_test(plan_no_empty_stage_at_a_tie "0 not in d['stage_layers']"
 # but 9), 5998.
 ppsched_cli_test(validate_json_total 1 STDOUT_HAS "\"total\": 5998, \"truncated\": true"
                  ARGS validate ${data}/many_missing.csv --microbatches 3000 --format json)
+ppsched_cli_test(compare_contradictory_stage_counts 2 STDERR_HAS "contradict each other"
+                 ARGS compare --ranks 4 --microbatches 8 --stages-per-rank 3 --max-stages-per-rank 2)
