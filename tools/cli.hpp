@@ -36,6 +36,13 @@ class usage_error : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// An output could not be written (a missing directory, a full disk or device): `main` prints
+/// the message on stderr and exits with `exit_usage`, without the usage hint.
+class output_error : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
 /// The input was read fine but failed a check (an invalid order): `main` prints the message
 /// on stderr (`ppsched: error: ...`) and exits with `exit_failure`.
 class check_failure : public std::runtime_error {

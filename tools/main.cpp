@@ -81,6 +81,8 @@ int run(std::span<const std::string> argv) {
         return exit_failure;
     } catch (const usage_error& e) {
         return fail(e.what(), "Run 'ppsched " + std::string(cmd->name) + " --help' for usage.");
+    } catch (const output_error& e) {
+        return fail(e.what());
     } catch (const ppsched::parse_error& e) {
         return fail(e.what());
     } catch (const ppsched::config_error& e) {
@@ -100,8 +102,9 @@ int main(int argc, char** argv) {
         const int status = run(args);
         std::cout.flush();
         if (!std::cout) {
+            // As for a failing --output file: exit status 2.
             std::cerr << "ppsched: error: cannot write to standard output\n";
-            return exit_failure;
+            return exit_usage;
         }
         return status;
     } catch (const std::bad_alloc&) {

@@ -36,7 +36,7 @@ inline void write_through(const std::string& path, std::string_view text) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
         const std::string reason = std::strerror(errno);
-        throw usage_error("cannot write " + printable(path) + ": " + reason);
+        throw output_error("cannot write " + printable(path) + ": " + reason);
     }
     std::size_t done = 0;
     while (done < text.size()) {
@@ -45,28 +45,28 @@ inline void write_through(const std::string& path, std::string_view text) {
         if (n <= 0) {
             const std::string reason = n < 0 ? std::strerror(errno) : "nothing written";
             ::close(fd);
-            throw usage_error("cannot write " + printable(path) + ": " + reason);
+            throw output_error("cannot write " + printable(path) + ": " + reason);
         }
         done += static_cast<std::size_t>(n);
     }
     if (::close(fd) != 0) {
         const std::string reason = std::strerror(errno);
-        throw usage_error("cannot write " + printable(path) + ": " + reason);
+        throw output_error("cannot write " + printable(path) + ": " + reason);
     }
 }
 
 /// The file a chain of symbolic links ends at (the path itself when it is no link); the
-/// last target need not exist. Throws `usage_error` on a loop.
+/// last target need not exist. Throws `output_error` on a loop.
 inline std::filesystem::path follow_links(std::filesystem::path p, const std::string& shown) {
     namespace fs = std::filesystem;
     for (int hops = 0; hops < 40; ++hops) {
         std::error_code ec;
         if (!fs::is_symlink(fs::symlink_status(p, ec))) return p;
         fs::path target = fs::read_symlink(p, ec);
-        if (ec) throw usage_error("cannot write " + printable(shown) + ": " + ec.message());
+        if (ec) throw output_error("cannot write " + printable(shown) + ": " + ec.message());
         p = target.is_absolute() ? target : p.parent_path() / target;
     }
-    throw usage_error("cannot write " + printable(shown) + ": too many levels of symbolic links");
+    throw output_error("cannot write " + printable(shown) + ": too many levels of symbolic links");
 }
 
 } // namespace detail
@@ -75,7 +75,7 @@ inline std::filesystem::path follow_links(std::filesystem::path p, const std::st
 /// through for devices and FIFOs, links followed), all or none of the regular files: every
 /// target is checked first, the regular files' texts go to temporary files, then the devices
 /// and FIFOs are written, and only then are the temporary files renamed into place. Throws
-/// `usage_error` (`cannot write PATH: reason`) when a directory does not exist or is not
+/// `output_error` (`cannot write PATH: reason`) when a directory does not exist or is not
 /// writable, a path is a directory, or a write fails; no temporary file (and no regular
 /// output) is left behind then.
 inline void write_output_files(std::span<const std::pair<std::string, std::string_view>> files) {
@@ -95,14 +95,15 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
         t.target = detail::follow_links(fs::path(path), path);
         std::error_code ec;
         const fs::file_status st = fs::status(t.target, ec);
-        if (fs::is_directory(st)) throw usage_error("cannot write " + t.shown + ": is a directory");
+        if (fs::is_directory(st))
+            throw output_error("cannot write " + t.shown + ": is a directory");
         t.through = fs::exists(st) && !fs::is_regular_file(st);
         if (!t.through) {
             const fs::path dir =
                 t.target.has_parent_path() ? t.target.parent_path() : fs::path(".");
             if (!fs::is_directory(dir, ec))
-                throw usage_error("cannot write " + t.shown + ": directory " +
-                                  printable(dir.string()) + " does not exist");
+                throw output_error("cannot write " + t.shown + ": directory " +
+                                   printable(dir.string()) + " does not exist");
             t.temp = dir / ("." + t.target.filename().string() + ".tmp" +
                             std::to_string(::getpid()) + "." + std::to_string(targets.size()));
         }
@@ -119,13 +120,13 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
         if (!out) {
             const std::string reason = std::strerror(errno);
             remove_temps();
-            throw usage_error("cannot write " + t.shown + ": " + reason);
+            throw output_error("cannot write " + t.shown + ": " + reason);
         }
         out.write(t.text.data(), static_cast<std::streamsize>(t.text.size()));
         out.close();
         if (!out) {
             remove_temps();
-            throw usage_error("cannot write " + t.shown + ": write failed (disk full?)");
+            throw output_error("cannot write " + t.shown + ": write failed (disk full?)");
         }
     }
     try {
@@ -142,7 +143,7 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
         if (ec) {
             const std::string reason = ec.message();
             remove_temps();
-            throw usage_error("cannot write " + t.shown + ": " + reason);
+            throw output_error("cannot write " + t.shown + ": " + reason);
         }
     }
 }

@@ -175,4 +175,12 @@ grep -q "a file name, not '-'" "$tmp/err" || fail "calibrate --output - does not
 expect 2 "plan --output -" "$tool" plan "$(dirname "$0")/data/model_tiny.json" --ranks 2 --microbatches 4 --output -
 grep -q "a file name, not '-'" "$tmp/err" || fail "plan --output - does not say why"
 [[ -e ./- ]] && fail "a file named '-' was written"
+# A failing write is exit status 2, standard output as a named file, with no usage hint.
+if [[ -w /dev/full ]]; then
+  "$tool" generate 1F1B --ranks 2 --microbatches 2 >/dev/full 2>"$tmp/err"
+  [[ $? == 2 ]] || fail "a full standard output is not exit status 2"
+  expect 2 "render --output in a missing directory" "$tool" render 1F1B --ranks 2 --microbatches 2 \
+    --output "$tmp/missing/x.svg"
+  grep -q -- '--help' "$tmp/err" && fail "a write error ends with a usage hint"
+fi
 exit $failed
