@@ -16,6 +16,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "input.hpp"
 #include "order_source.hpp"
 #include "output_file.hpp"
 
@@ -101,7 +102,11 @@ int cmd_calibrate(std::span<const std::string> argv, output& out) {
         if (a.value(flag) == "-")
             throw usage_error(std::string("calibrate prints its report on standard output: give ") +
                               flag + " a file name, not '-'");
-    const io::measured_trace trace = io::read_pytorch_trace_files(a.positionals());
+    // Read as every input of the tool: a directory or an empty file is said to be one.
+    std::vector<io::trace_text> texts;
+    for (const std::string& path : a.positionals())
+        texts.push_back({read_input(path), source_name(path)});
+    const io::measured_trace trace = io::read_pytorch_trace(texts);
     const calibration c = calibrate(trace);
     const std::string report = format_calibration(c);
     if (!c.report.valid) {

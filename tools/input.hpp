@@ -20,13 +20,15 @@ namespace ppsched::cli {
     return path == "-" ? "<stdin>" : path;
 }
 
-/// The whole text of `path` ('-': standard input). Throws `parse_error` when it cannot be read
-/// or is empty.
+/// The whole text of `path` ('-': standard input), without a UTF-8 byte order mark. Throws
+/// `parse_error` when it cannot be read, is a directory or is empty.
 [[nodiscard]] inline std::string read_input(const std::string& path) {
     std::error_code ec;
     if (path != "-" && std::filesystem::is_directory(path, ec))
         throw parse_error(printable(path) + ": is a directory, expected a file", 0, 0);
     std::string text = path == "-" ? read_stdin() : io::read_file(path);
+    // A UTF-8 byte order mark (some editors on Windows write one) is not part of the text.
+    if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
     if (text.empty()) throw parse_error(source_name(path) + ": empty file", 0, 0);
     return text;
 }

@@ -101,3 +101,8 @@ ppsched_cli_test(compare_memory_unit 0 STDOUT_HAS "memory: in memory units"
 # message is about --ranks, not about a cell of the file.
 ppsched_cli_test(validate_too_few_actions_for_ranks 2 STDERR_HAS "too few for 5 ranks"
                  ARGS validate ${data}/good_lf.csv --ranks 5)
+# A UTF-8 byte order mark (some Windows editors write one) is not part of the order.
+ppsched_cli_test(validate_byte_order_mark 0 STDOUT_HAS "valid (2 ranks"
+                 ARGS validate ${data}/good_bom.csv)
+ppsched_cli_test(calibrate_directory 2 STDERR_HAS "is a directory"
+                 ARGS calibrate ${data})
