@@ -73,3 +73,6 @@ ppsched_cli_test(plan_too_many_layers 2 STDERR_HAS "merge layers into fewer"
 # Every cost 0: no speedup to speak of (it printed 0x).
 ppsched_cli_test(plan_zero_costs_no_speedup 0 STDOUT_HAS "speedup        none"
                  ARGS plan ${data}/model_free.json --ranks 2 --microbatches 4)
+# Layers whose F add up to infinity (4 x 1e308): the file is named and the overflow said.
+ppsched_cli_test(plan_model_overflow 2 STDERR_HAS "model_overflow.json:1:1: the layers' F add up to infinity"
+                 ARGS plan ${data}/model_overflow.json --ranks 2 --microbatches 4)

@@ -8,11 +8,13 @@
 /// Units: times in milliseconds, memory in GB (1e9 bytes), sent tensors in MB (1e6 bytes),
 /// bandwidth in GB/s; so a message of X MB takes X / bandwidth ms.
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ppsched/io/detail/json.hpp"
@@ -143,6 +145,25 @@ class model_reader {
             }
         }
         if (!has_layers) fail(root_, "the model has no 'layers' (an array of layers)");
+        // Stages sum their layers and memory multiplies activations by microbatches in
+        // flight: totals near the largest double would overflow to inf there.
+        {
+            double f = 0, b = 0, act = 0, par = 0;
+            for (const model_layer& l : m.layers) {
+                f += l.forward;
+                b += l.full_backward;
+                act += l.activation;
+                par += l.parameters;
+            }
+            const std::pair<const char*, double> totals[] = {
+                {"F", f}, {"B (I + W)", b}, {"activation", act}, {"parameters", par}};
+            for (const auto& [what, total] : totals)
+                if (!(total <= 1e300))
+                    fail(root_, std::string("the layers' ") + what + " add up to " +
+                                    (std::isfinite(total) ? "more than 1e300" : "infinity") +
+                                    ": stage sums and memory per microbatch in flight would "
+                                    "overflow; give the model in larger units");
+        }
         if (!has_capacity)
             fail(root_, "the model has no 'memory_capacity' (GB per rank, a positive number)");
         if (m.p2p_bandwidth == 0) {
