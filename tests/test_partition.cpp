@@ -99,3 +99,11 @@ TEST_CASE("min_max_partition rejects impossible requests", "[partition]") {
     const std::vector<double> wrong_scale{1};
     CHECK_THROWS_AS(min_max_partition(w, 2, wrong_scale), ppsched::config_error);
 }
+
+TEST_CASE("min_max_partition splits parts whose squares overflow", "[partition]") {
+    // Parts of 1e200: their squares are inf in double; the split is still the even one.
+    const std::vector<double> w{1e200, 1e200, 1e200, 1e200};
+    const auto s = ppsched::min_max_partition(w, 2);
+    REQUIRE(s);
+    CHECK(*s == std::vector<int>{2, 2});
+}

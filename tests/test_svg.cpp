@@ -199,6 +199,9 @@ TEST_CASE("text that is not UTF-8 becomes U+FFFD, so the picture stays well-form
     const std::string fffd = "\xEF\xBF\xBD";
     CHECK(svg.find("a" + fffd + "b" + fffd + fffd + " c" + fffd + fffd + " d" + fffd + fffd + fffd +
                    " e" + fffd + fffd + fffd + fffd + good) != std::string::npos);
+    // XML 1.0 has no U+FFFE and U+FFFF, though they are well-formed UTF-8.
+    CHECK(ppsched::detail::svg::xml_escape("a\xEF\xBF\xBE"
+                                           "b\xEF\xBF\xBF") == "a" + fffd + "b" + fffd);
     std::string json;
     ppsched::detail::text::append_json_string(json, bad + good);
     CHECK(json == "\"a" + fffd + "b" + fffd + fffd + " c" + fffd + fffd + " d" + fffd + fffd +

@@ -156,7 +156,7 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
              "                 layout places stage s on rank s % P)\n";
     s += "  torchtitan     module_fqns_per_model_part =\n" + modules + "\n\n";
     if (r.default_schedule.empty()) {
-        s += "default split: no built-in schedule fits its memory\n";
+        s += "default split: no built-in schedule applies or fits its memory\n";
     } else {
         s += "default split: " + std::to_string(r.default_stages_per_rank) + " stage" +
              (r.default_stages_per_rank == 1 ? "" : "s") + " per rank, placement " +

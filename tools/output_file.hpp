@@ -64,6 +64,9 @@ inline std::filesystem::path follow_links(std::filesystem::path p, const std::st
         if (!fs::is_symlink(fs::symlink_status(p, ec))) return p;
         fs::path target = fs::read_symlink(p, ec);
         if (ec) throw output_error("cannot write " + printable(shown) + ": " + ec.message());
+        // /dev/stdout -> /proc/self/fd/1 -> "pipe:[1234]": a descriptor's magic link names no
+        // path; the link itself opens the pipe or socket.
+        if (target.native().find(":[") != std::string::npos) return p;
         p = target.is_absolute() ? target : p.parent_path() / target;
     }
     throw output_error("cannot write " + printable(shown) + ": too many levels of symbolic links");
@@ -107,6 +110,16 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
             t.temp = dir / ("." + t.target.filename().string() + ".tmp" +
                             std::to_string(::getpid()) + "." + std::to_string(targets.size()));
         }
+        // Two outputs into one regular file: the second would silently replace the first.
+        const auto same_file = [](const fs::path& a, const fs::path& b) {
+            std::error_code ea, eb;
+            const fs::path ca = fs::weakly_canonical(fs::absolute(a, ea), ea),
+                           cb = fs::weakly_canonical(fs::absolute(b, eb), eb);
+            return ea || eb ? a == b : ca == cb;
+        };
+        for (const target_file& other : targets)
+            if (!t.through && !other.through && same_file(other.target, t.target))
+                throw usage_error("two outputs name the same file, " + t.shown);
         targets.push_back(std::move(t));
     }
     auto remove_temps = [&] {
@@ -136,6 +149,8 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
         remove_temps();
         throw;
     }
+    // The renames come last and rarely fail (a directory that refuses to replace an existing
+    // file); one that does after others leaves those written.
     for (const target_file& t : targets) {
         if (t.through) continue;
         std::error_code ec;

@@ -175,6 +175,14 @@ grep -q "a file name, not '-'" "$tmp/err" || fail "calibrate --output - does not
 expect 2 "plan --output -" "$tool" plan "$(dirname "$0")/data/model_tiny.json" --ranks 2 --microbatches 4 --output -
 grep -q "a file name, not '-'" "$tmp/err" || fail "plan --output - does not say why"
 [[ -e ./- ]] && fail "a file named '-' was written"
+# Two outputs into one file: refused before anything is written.
+expect 2 "calibrate with one file for two outputs" "$tool" calibrate "$cal/1f1b_rank0.json" \
+  "$cal/1f1b_rank1.json" --output "$tmp/same.x" --order "$tmp/./same.x"
+grep -q "the same file" "$tmp/err" || fail "two outputs in one file: no reason given"
+[[ -e $tmp/same.x ]] && fail "two outputs in one file: something was written"
+# /dev/stdout through a pipe: the descriptor's link names no path, the link itself opens.
+"$tool" trace 1F1B --ranks 2 --microbatches 2 --output /dev/stdout 2>"$tmp/err" | cat >"$tmp/piped"
+grep -q '"traceEvents"' "$tmp/piped" || fail "--output /dev/stdout into a pipe wrote nothing ($(cat "$tmp/err"))"
 # A failing write is exit status 2, standard output as a named file, with no usage hint.
 if [[ -w /dev/full ]]; then
   "$tool" generate 1F1B --ranks 2 --microbatches 2 >/dev/full 2>"$tmp/err"

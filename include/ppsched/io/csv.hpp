@@ -170,7 +170,7 @@ void expect_inferable_indices(const R& rows, std::string_view source = "<csv>",
     const long long S = infer_stages ? (max_stage_seen + P) / P * P : 1;
     const long long M = infer_microbatches ? max_mb + 1 : 1;
     if (S * M <= parts || max_stage_seen < 0) return;
-    if (ranks > 0 && infer_stages && (max_stage_seen + 1) * M <= parts)
+    if (ranks > 0 && ranks != row_count && infer_stages && (max_stage_seen + 1) * M <= parts)
         // The file's own indices fit its size: the given rank count is what does not.
         throw parse_error(std::string(source) + ": " + std::to_string(parts) +
                               (parts == 1 ? " action" : " actions") + " in " +

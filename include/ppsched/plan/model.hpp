@@ -145,8 +145,8 @@ class model_reader {
             }
         }
         if (!has_layers) fail(root_, "the model has no 'layers' (an array of layers)");
-        // Stages sum their layers and memory multiplies activations by microbatches in
-        // flight: totals near the largest double would overflow to inf there.
+        // Stages sum their layers, the partitions square the sums, and memory multiplies
+        // activations by microbatches in flight: totals beyond 1e150 would overflow there.
         {
             double f = 0, b = 0, act = 0, par = 0;
             for (const model_layer& l : m.layers) {
@@ -158,9 +158,9 @@ class model_reader {
             const std::pair<const char*, double> totals[] = {
                 {"F", f}, {"B (I + W)", b}, {"activation", act}, {"parameters", par}};
             for (const auto& [what, total] : totals)
-                if (!(total <= 1e300))
+                if (!(total <= 1e150))
                     fail(root_, std::string("the layers' ") + what + " add up to " +
-                                    (std::isfinite(total) ? "more than 1e300" : "infinity") +
+                                    (std::isfinite(total) ? "more than 1e150" : "infinity") +
                                     ": stage sums and memory per microbatch in flight would "
                                     "overflow; give the model in larger units");
         }

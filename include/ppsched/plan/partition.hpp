@@ -72,6 +72,8 @@ min_max_partition(std::span<const double> weights, int parts, std::span<const do
     // Pass 2: among splits whose every part costs at most the bottleneck, the least sum of
     // squares (a tolerance absorbs the rounding of the prefix sums).
     const double cap = bottleneck + 1e-9 * (bottleneck > 1 ? bottleneck : 1);
+    // Squares of parts beyond 1e150 overflow: then they are taken in units of the bottleneck.
+    const double unit = bottleneck > 1e150 ? bottleneck : 1.0;
     std::vector<double> squares(static_cast<std::size_t>(parts + 1) * stride, inf);
     std::vector<int> from(static_cast<std::size_t>(parts + 1) * stride, -1);
     squares[at(0, 0)] = 0;
@@ -84,7 +86,7 @@ min_max_partition(std::span<const double> weights, int parts, std::span<const do
                 if (c > cap) break;
                 const double before = squares[at(k - 1, i)];
                 if (before == inf || !ok(k - 1, i, j)) continue;
-                const double v = before + c * c;
+                const double v = before + (c / unit) * (c / unit);
                 if (v <= squares[at(k, j)]) {
                     squares[at(k, j)] = v;
                     from[at(k, j)] = i;

@@ -11,7 +11,8 @@
 namespace ppsched::detail::text {
 
 /// Appends `text` with the five XML special characters escaped. Control characters that XML 1.0
-/// forbids become `?` and bytes that are not well-formed UTF-8 become U+FFFD, so any text (file
+/// forbids become `?`, and bytes that are not well-formed UTF-8 and the non-characters U+FFFE and
+/// U+FFFF become U+FFFD, so any text (file
 /// names, user titles) yields a well-formed document.
 inline void append_xml_escaped(std::string& out, std::string_view text) {
     for (std::size_t i = 0; i < text.size();) {
@@ -20,6 +21,13 @@ inline void append_xml_escaped(std::string& out, std::string_view text) {
         if (n == 0) {
             out += utf8_replacement;
             ++i;
+            continue;
+        }
+        // XML 1.0 has no U+FFFE or U+FFFF (EF BF BE, EF BF BF): replaced as well.
+        if (n == 3 && c == '\xEF' && text[i + 1] == '\xBF' &&
+            (text[i + 2] == '\xBE' || text[i + 2] == '\xBF')) {
+            out += utf8_replacement;
+            i += 3;
             continue;
         }
         if (n > 1) {

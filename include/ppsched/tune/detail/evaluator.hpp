@@ -72,9 +72,10 @@ class evaluator {
         }
         advance<Record>(seq, remaining);
         if constexpr (Record) {
+            // Only a run that timed every action is a base (the others' times are partial).
             base_end_ = end_;
             dirty_.clear();
-            has_base_ = true;
+            has_base_ = remaining == 0;
         }
         synced_ = Record;
         return finish(remaining);
