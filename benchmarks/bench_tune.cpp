@@ -59,44 +59,37 @@ void run_tune(benchmark::State& state, const tune_problem& prob, double time_lim
     state.counters["elapsed_s"] = r.elapsed;
 }
 
-// The inner loop alone: one timing of a greedy order of about `actions` compute actions.
-void evaluate(benchmark::State& state, int p, int m, int v) {
-    const tune_problem prob = reference_problem(p, m, v, stage_placement::loop, true, 0.1, {});
-    const detail::tune::model model = detail::tune::make_model(prob);
-    detail::tune::evaluator ev(model);
-    detail::tune::sequences seq;
-    (void)detail::tune::greedy_order(model, detail::tune::greedy_rules(model).front(), seq);
-    for (auto _ : state) {
-        auto e = ev.run(seq);
-        benchmark::DoNotOptimize(e);
-    }
-    std::size_t n = 0;
-    for (const auto& row : seq) n += row.size();
-    state.counters["orders/s"] =
-        benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["actions/s"] =
-        benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// The local search's timings (`evaluator::run_changed`): an order of about `actions` compute
-// actions, recorded as the base, then adjacent swaps on a random rank at random places, each
+// The inner loop alone: timings of a greedy order of about `actions` compute actions. Whole
+// (`moves` false), or as the local search times its moves (`evaluator::run_changed`): the
+// order recorded as the base, then adjacent swaps on a random rank at random places, each
 // timed from where it changes the order and undone (about half of the actions on average,
-// more for a swap near the start). Swaps that deadlock are timed too (they stop early).
-void evaluate_moves(benchmark::State& state, int p, int m, int v) {
+// more for a swap near the start; swaps that deadlock are timed too, and stop early).
+void evaluate(benchmark::State& state, int p, int m, int v, bool moves) {
     const tune_problem prob = reference_problem(p, m, v, stage_placement::loop, true, 0.1, {});
     const detail::tune::model model = detail::tune::make_model(prob);
     detail::tune::evaluator ev(model);
     detail::tune::sequences seq;
     (void)detail::tune::greedy_order(model, detail::tune::greedy_rules(model).front(), seq);
-    (void)ev.run<true>(seq);
-    detail::tune::rng random(1);
-    for (auto _ : state) {
-        const std::size_t r = random.below(seq.size());
-        const std::size_t at = random.below(seq[r].size() - 1);
-        std::swap(seq[r][at], seq[r][at + 1]);
-        auto e = ev.run_changed(seq, r, at);
-        benchmark::DoNotOptimize(e);
-        std::swap(seq[r][at], seq[r][at + 1]);
+    if (moves) {
+        (void)ev.run<true>(seq);
+        detail::tune::rng random(1);
+        for (auto _ : state) {
+            const std::size_t r = random.below(seq.size());
+            const std::size_t at = random.below(seq[r].size() - 1);
+            std::swap(seq[r][at], seq[r][at + 1]);
+            auto e = ev.run_changed(seq, r, at);
+            benchmark::DoNotOptimize(e);
+            std::swap(seq[r][at], seq[r][at + 1]);
+        }
+    } else {
+        for (auto _ : state) {
+            auto e = ev.run(seq);
+            benchmark::DoNotOptimize(e);
+        }
+        std::size_t n = 0;
+        for (const auto& row : seq) n += row.size();
+        state.counters["actions/s"] = benchmark::Counter(
+            static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
     }
     state.counters["orders/s"] =
         benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
@@ -193,17 +186,14 @@ void register_tune_benchmarks() {
         long long actions;
         int p, m, v;
     };
-    for (const eval_size& s :
-         {eval_size{1'000, 4, 40, 2}, eval_size{10'000, 8, 104, 4}, eval_size{100'000, 32, 260, 4}})
-        benchmark::RegisterBenchmark(("tune/evaluate/" + std::to_string(s.actions)).c_str(),
-                                     [s](benchmark::State& st) { evaluate(st, s.p, s.m, s.v); })
-            ->Unit(benchmark::kMicrosecond);
-    for (const eval_size& s :
-         {eval_size{1'000, 4, 40, 2}, eval_size{10'000, 8, 104, 4}, eval_size{100'000, 32, 260, 4}})
-        benchmark::RegisterBenchmark(
-            ("tune/evaluate_moves/" + std::to_string(s.actions)).c_str(),
-            [s](benchmark::State& st) { evaluate_moves(st, s.p, s.m, s.v); })
-            ->Unit(benchmark::kMicrosecond);
+    for (const bool moves : {false, true})
+        for (const eval_size& s : {eval_size{1'000, 4, 40, 2}, eval_size{10'000, 8, 104, 4},
+                                   eval_size{100'000, 32, 260, 4}})
+            benchmark::RegisterBenchmark(
+                ((moves ? "tune/evaluate_moves/" : "tune/evaluate/") + std::to_string(s.actions))
+                    .c_str(),
+                [s, moves](benchmark::State& st) { evaluate(st, s.p, s.m, s.v, moves); })
+                ->Unit(benchmark::kMicrosecond);
 
     struct search {
         std::string name;

@@ -98,10 +98,7 @@ int cmd_calibrate(std::span<const std::string> argv, output& out) {
         return exit_ok;
     }
     a.expect_positionals(1, 4096, "TRACE");
-    for (const char* flag : {"--output", "--order", "--picture"})
-        if (a.value(flag) == "-")
-            throw usage_error(std::string("calibrate prints its report on standard output: give ") +
-                              flag + " a file name, not '-'");
+    expect_file_names(a, "calibrate", {"--output", "--order", "--picture"});
     // Read as every input of the tool: a directory or an empty file is said to be one.
     std::vector<io::trace_text> texts;
     for (const std::string& path : a.positionals())

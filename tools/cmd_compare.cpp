@@ -270,10 +270,6 @@ void collect_builtin(const compare_request& q, comparison& c) {
                     first_reason = reason_of(err.what());
                 continue;
             }
-            if (3LL * q.p * v * q.m > q.max_actions) {
-                if (first_reason.empty()) first_reason = "more actions than --max-actions";
-                continue;
-            }
             if (estimated_slots(cfg) > static_cast<double>(q.max_actions)) {
                 if (first_reason.empty())
                     first_reason = "more slots (PyTorch's idle steps included) than --max-actions";

@@ -83,9 +83,7 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
     const std::string format = a.value("--format").value_or("text");
     if (format != "text" && format != "json")
         throw usage_error("--format must be text or json, got '" + format + "'");
-    if (a.value("--output") == "-")
-        throw usage_error("plan prints its report on standard output: give --output a file name, "
-                          "not '-'");
+    expect_file_names(a, "plan", {"--output"});
 
     const std::string path = a.positionals()[0];
     const model_description model = read_model_json(read_input(path), source_name(path));

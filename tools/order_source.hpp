@@ -81,15 +81,11 @@ struct sourced_order {
         generated.microbatches = static_cast<int>(a.integer("--microbatches", 1, 1LL << 30, 1));
         generated.stages_per_rank = static_cast<int>(
             a.integer("--stages-per-rank", 1, max_stage + 1, found->default_stages_per_rank));
-        const long long actions =
-            3LL * generated.ranks * generated.stages_per_rank * generated.microbatches;
-        if (actions > max_actions)
-            throw usage_error("the order would have up to " + std::to_string(actions) +
-                              " actions, more than --max-actions " + std::to_string(max_actions));
         // At least a forward and a backward per stage and microbatch.
         const long long least =
             2LL * generated.ranks * generated.stages_per_rank * generated.microbatches;
         if (max_boxes > 0 && least > max_boxes) throw usage_error(too_many_boxes(least, max_boxes));
+        // Its actions and PyTorch's idle steps, after the picture's own limit.
         check_slot_budget(generated, max_actions, "--max-actions " + std::to_string(max_actions));
         entry = found;
         out.title = found->pytorch_name;

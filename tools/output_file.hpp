@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -72,7 +73,28 @@ inline std::filesystem::path follow_links(std::filesystem::path p, const std::st
     throw output_error("cannot write " + printable(shown) + ": too many levels of symbolic links");
 }
 
+/// Whether `a` and `b` name one file (relative or not, through links or `..`); the paths
+/// themselves are compared where they cannot be resolved.
+inline bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+    namespace fs = std::filesystem;
+    std::error_code ea, eb;
+    const fs::path ca = fs::weakly_canonical(fs::absolute(a, ea), ea),
+                   cb = fs::weakly_canonical(fs::absolute(b, eb), eb);
+    return ea || eb ? a == b : ca == cb;
+}
+
 } // namespace detail
+
+/// Throws `usage_error` when one of `flags` of `a` is `-`: `command` prints its report on
+/// standard output, so its files need names.
+inline void expect_file_names(const args& a, std::string_view command,
+                              std::initializer_list<std::string_view> flags) {
+    for (const std::string_view flag : flags)
+        if (a.value(flag) == "-")
+            throw usage_error(std::string(command) +
+                              " prints its report on standard output: give " + std::string(flag) +
+                              " a file name, not '-'");
+}
 
 /// Writes each (path, text) of `files` (see the file comment: atomic for regular files, written
 /// through for devices and FIFOs, links followed), all or none of the regular files: every
@@ -111,14 +133,8 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
                             std::to_string(::getpid()) + "." + std::to_string(targets.size()));
         }
         // Two outputs into one regular file: the second would silently replace the first.
-        const auto same_file = [](const fs::path& a, const fs::path& b) {
-            std::error_code ea, eb;
-            const fs::path ca = fs::weakly_canonical(fs::absolute(a, ea), ea),
-                           cb = fs::weakly_canonical(fs::absolute(b, eb), eb);
-            return ea || eb ? a == b : ca == cb;
-        };
         for (const target_file& other : targets)
-            if (!t.through && !other.through && same_file(other.target, t.target))
+            if (!t.through && !other.through && detail::same_file(other.target, t.target))
                 throw usage_error("two outputs name the same file, " + t.shown);
         targets.push_back(std::move(t));
     }

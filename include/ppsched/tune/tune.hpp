@@ -364,11 +364,12 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
         order o;
         // PyTorch's step tables keep idle steps, quadratic in the ranks: 8192 ranks with one
         // microbatch would take gigabytes for an order of 10^5 actions.
-        if (const double slots = estimated_slots(cfg); slots > 5e7) {
+        constexpr long long most_slots = 50'000'000;
+        if (const double slots = estimated_slots(cfg); slots > static_cast<double>(most_slots)) {
             cand.why_not = "skipped: its order may take up to " +
                            std::to_string(static_cast<long long>(std::min(slots, 9e18))) +
                            " slots (PyTorch's step tables keep idle steps), more than the " +
-                           "50000000 tune generates";
+                           std::to_string(most_slots) + " tune generates";
             result.candidates.push_back(std::move(cand));
             continue;
         }

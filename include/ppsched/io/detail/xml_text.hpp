@@ -11,9 +11,8 @@
 namespace ppsched::detail::text {
 
 /// Appends `text` with the five XML special characters escaped. Control characters that XML 1.0
-/// forbids become `?`, and bytes that are not well-formed UTF-8 and the non-characters U+FFFE and
-/// U+FFFF become U+FFFD, so any text (file
-/// names, user titles) yields a well-formed document.
+/// forbids become `?`; bytes that are not well-formed UTF-8, and the non-characters U+FFFE and
+/// U+FFFF, become U+FFFD. So any text (file names, user titles) yields a well-formed document.
 inline void append_xml_escaped(std::string& out, std::string_view text) {
     for (std::size_t i = 0; i < text.size();) {
         const char c = text[i];
