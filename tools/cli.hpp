@@ -126,6 +126,11 @@ struct command_help {
     return out;
 }
 
+/// "1 rank", "4 ranks": `n` and the noun that agrees with it.
+[[nodiscard]] inline std::string counted(long long n, std::string_view one, std::string_view many) {
+    return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
 /// Reads all of standard input.
 [[nodiscard]] inline std::string read_stdin() {
     return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};

@@ -125,8 +125,8 @@ int cmd_calibrate(std::span<const std::string> argv, output& out) {
         predicted.sim = c.report.predicted;
         const std::array<io::chart, 2> charts{measured_chart(c), predicted};
         io::svg_options opts;
-        opts.title = "measured vs simulated: " + std::to_string(c.executed.cfg().ranks) +
-                     " ranks, " + std::to_string(c.executed.cfg().microbatches) + " microbatches";
+        opts.title = "measured vs simulated: " + counted(c.executed.cfg().ranks, "rank", "ranks") +
+                     ", " + counted(c.executed.cfg().microbatches, "microbatch", "microbatches");
         files.emplace_back(*p, io::write_svg(std::span<const io::chart>(charts), opts));
     }
     std::vector<std::pair<std::string, std::string_view>> views;

@@ -88,8 +88,9 @@ std::string reason_of(const std::string& message) {
 std::string text_report(int p, int m, const std::optional<double>& limit,
                         const std::vector<result>& results,
                         const std::vector<rejection>& rejected) {
-    std::string out = std::to_string(p) + " ranks, " + std::to_string(m) +
-                      " microbatches; the costs are a rank's share of the model";
+    std::string out = counted(p, "rank", "ranks") + ", " +
+                      counted(m, "microbatch", "microbatches") +
+                      "; the costs are a rank's share of the model";
     if (limit) out += "; memory limit " + format_number(*limit) + " per rank";
     out += "\n\n";
     std::vector<std::array<std::string, 7>> rows{
@@ -344,8 +345,8 @@ std::string picture(const compare_request& q, const std::vector<result>& results
         charts.push_back({r.entry->pytorch_name, cfg, r.sim, false, ""});
     }
     io::svg_options opts;
-    opts.title = "ppsched compare: " + std::to_string(q.p) + " ranks, " + std::to_string(q.m) +
-                 " microbatches" + (q.lower ? ", lowered" : "");
+    opts.title = "ppsched compare: " + counted(q.p, "rank", "ranks") + ", " +
+                 counted(q.m, "microbatch", "microbatches") + (q.lower ? ", lowered" : "");
     opts.subtitle = q.from_model ? "fastest first; per-stage costs of --model --layout"
                     : q.per_stage_file
                         ? "fastest first; per-stage costs of the cost file"
@@ -374,8 +375,8 @@ int write_comparison(const compare_request& q, const comparison& c, output& out)
     }
     if (q.format == "json") out.out = json_report(q.p, q.m, q.limit, c.results, c.rejected);
     if (c.results.empty()) {
-        out.err = "ppsched: compare: no schedule accepts " + std::to_string(q.p) + " ranks and " +
-                  std::to_string(q.m) + " microbatches" +
+        out.err = "ppsched: compare: no schedule accepts " + counted(q.p, "rank", "ranks") +
+                  " and " + counted(q.m, "microbatch", "microbatches") +
                   (q.limit ? " within the memory limit " + format_number(*q.limit) : "") + "\n";
         return exit_failure;
     }

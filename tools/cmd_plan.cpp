@@ -134,8 +134,8 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
     }
 
     std::string s = (model.name.empty() ? source_name(path) : model.name) + ": " +
-                    std::to_string(ranks) + " ranks, " + std::to_string(microbatches) +
-                    " microbatches\n\n";
+                    counted(ranks, "rank", "ranks") + ", " +
+                    counted(microbatches, "microbatch", "microbatches") + "\n\n";
     s += "plan: " + std::to_string(r.stages_per_rank) + " stage" +
          (r.stages_per_rank == 1 ? "" : "s") + " per rank, placement " + placement + ", split '" +
          r.rule + "', schedule improved from " + r.schedule.start + "\n";

@@ -132,9 +132,10 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
     const simulation sim =
         simulate(o, costs, ppsched::simulate_options{.transport = read_transport(a)});
     const config cfg = o.cfg();
-    title += ": " + std::to_string(cfg.ranks) + " ranks, " + std::to_string(cfg.stages_per_rank) +
-             (cfg.stages_per_rank == 1 ? " stage" : " stages") + " per rank, " +
-             std::to_string(cfg.microbatches) + " microbatches" + (sim.lowered ? ", lowered" : "");
+    title += ": " + counted(cfg.ranks, "rank", "ranks") + ", " +
+             counted(cfg.stages_per_rank, "stage", "stages") + " per rank, " +
+             counted(cfg.microbatches, "microbatch", "microbatches") +
+             (sim.lowered ? ", lowered" : "");
     if (!sim) {
         out.err = "ppsched: simulate: " + title + ": " + describe_problem(sim) + "\n";
         return exit_failure;

@@ -126,12 +126,13 @@ std::string seconds(double s) {
 
 std::string text_report(const tune_problem& p, const tune_result& r, const simulation& sim,
                         const std::optional<std::string>& csv_path) {
-    std::string out =
-        "tune: " + std::to_string(p.ranks) + " ranks, " + std::to_string(p.stages_per_rank) +
-        (p.stages_per_rank == 1 ? " stage" : " stages") + " per rank (" +
-        std::string(to_string_view(p.placement)) + "), " + std::to_string(p.microbatches) +
-        " microbatches, " + std::string(to_string_view(p.backward)) + " backward" +
-        (p.memory_limit ? ", memory limit " + format_number(*p.memory_limit) : "") + "\n";
+    std::string out = "tune: " + counted(p.ranks, "rank", "ranks") + ", " +
+                      counted(p.stages_per_rank, "stage", "stages") + " per rank (" +
+                      std::string(to_string_view(p.placement)) + "), " +
+                      counted(p.microbatches, "microbatch", "microbatches") + ", " +
+                      std::string(to_string_view(p.backward)) + " backward" +
+                      (p.memory_limit ? ", memory limit " + format_number(*p.memory_limit) : "") +
+                      "\n";
     auto row = [&](const std::string& label, const std::string& value, const std::string& note) {
         append_labelled_row(out, label, value, note);
     };
@@ -279,8 +280,8 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
             add_builtin("1F1B");
         io::svg_options opts;
         opts.title =
-            "ppsched tune: " + std::to_string(problem.ranks) + " ranks, " +
-            std::to_string(problem.microbatches) + " microbatches" +
+            "ppsched tune: " + counted(problem.ranks, "rank", "ranks") + ", " +
+            counted(problem.microbatches, "microbatch", "microbatches") +
             (problem.memory_limit ? ", memory limit " + format_number(*problem.memory_limit) : "");
         opts.subtitle =
             "the tuned order, the best built-in schedule that fits, and 1F1B for reference; lower "

@@ -152,9 +152,9 @@ int cmd_validate(std::span<const std::string> argv, output& out) {
     } else {
         const config& c = o.cfg;
         std::string head = source + ": " + (report.valid() ? "valid" : "INVALID") + " (" +
-                           std::to_string(c.ranks) + " ranks, " +
-                           std::to_string(c.stages_per_rank) + " stages per rank, " +
-                           std::to_string(c.microbatches) + " microbatches, placement " +
+                           counted(c.ranks, "rank", "ranks") + ", " +
+                           counted(c.stages_per_rank, "stage", "stages") + " per rank, " +
+                           counted(c.microbatches, "microbatch", "microbatches") + ", placement " +
                            std::string(to_string_view(c.placement)) + ", " +
                            (is_lowered(o) ? "lowered" : "compute-only") + ", " +
                            std::string(to_string_view(t)) + " transport)\n";

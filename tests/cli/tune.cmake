@@ -162,3 +162,11 @@ ppsched_cli_test(simulate_memory_limit_exceeded 1 STDERR_HAS "rank 0 peaks at 4,
 ppsched_cli_json_test(tune_many_ranks_skips_huge_step_tables
   "d['optimal'] and any('idle steps' in c['why_not'] for c in d['candidates'])"
   tune --ranks 8192 --microbatches 1 --placement v --quiet --format json)
+
+# Counts agree with their nouns in the reports' headers and titles: "1 rank", not "1 ranks".
+ppsched_cli_test(tune_one_rank_singular 0 STDOUT_HAS "tune: 1 rank, 1 stage per rank (loop), 1 microbatch,"
+  ARGS tune --ranks 1 --microbatches 1)
+ppsched_cli_test(validate_one_rank_singular 0 STDOUT_HAS "(1 rank, 1 stage per rank, 1 microbatch, placement loop"
+  ARGS validate ${data}/one_rank_one_microbatch.csv)
+ppsched_cli_test(compare_one_rank_singular 0 STDOUT_HAS "1 rank, 1 microbatch; the costs"
+  ARGS compare --ranks 1 --microbatches 1)
