@@ -872,12 +872,20 @@ TEST_CASE("tune: the greedy start points are those of a plain step-by-step refer
                                     }
                                     t.costs.input_grad_frees = frees;
                                     if (limit > 0) t.memory_limit = limit;
-                                    const std::string name =
-                                        "p" + std::to_string(p) + " v" + std::to_string(v) +
-                                        (placement ? "v" : "loop") + " m" + std::to_string(mb) +
-                                        " I " + std::to_string(i) + " W " + std::to_string(w) +
-                                        " limit " + std::to_string(limit) + " frees " +
-                                        std::to_string(frees);
+                                    // Appended piece by piece: g++ 12 at -O3 warns
+                                    // falsely about "literal" + std::string.
+                                    std::string name = "p";
+                                    auto add = [&name](const char* label, std::string value) {
+                                        name += label;
+                                        name += value;
+                                    };
+                                    add("", std::to_string(p));
+                                    add(" v", std::to_string(v));
+                                    add(placement ? "v m" : "loop m", std::to_string(mb));
+                                    add(" I ", std::to_string(i));
+                                    add(" W ", std::to_string(w));
+                                    add(" limit ", std::to_string(limit));
+                                    add(" frees ", std::to_string(frees));
                                     try {
                                         (void)dt::make_model(t);
                                     } catch (const config_error&) {

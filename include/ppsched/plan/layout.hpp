@@ -168,7 +168,13 @@ inline std::string write_stage(const std::vector<layer_kind>& stage) {
         std::size_t k = 1;
         while (i + k + 1 < n && stages[i + k] == stages[i]) ++k;
         if (k >= 2) {
-            out += "(" + detail::plan::write_stage(stages[i]) + "|)*" + std::to_string(k) + ",";
+            // Appended piece by piece: g++ 12 at -O3 warns (falsely, -Wrestrict) about
+            // "(" + std::string, which would break a user's -Werror build.
+            out += '(';
+            out += detail::plan::write_stage(stages[i]);
+            out += "|)*";
+            out += std::to_string(k);
+            out += ',';
             i += k;
             continue;
         }
