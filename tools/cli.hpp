@@ -126,9 +126,9 @@ struct command_help {
     return out;
 }
 
-/// "1 rank", "4 ranks": `n` and the noun that agrees with it.
+/// "1 rank", "4 ranks" (see `ppsched::detail::counted`).
 [[nodiscard]] inline std::string counted(long long n, std::string_view one, std::string_view many) {
-    return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+    return ppsched::detail::counted(n, one, many);
 }
 
 /// Reads all of standard input.

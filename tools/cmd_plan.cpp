@@ -136,9 +136,8 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
     std::string s = (model.name.empty() ? source_name(path) : model.name) + ": " +
                     counted(ranks, "rank", "ranks") + ", " +
                     counted(microbatches, "microbatch", "microbatches") + "\n\n";
-    s += "plan: " + std::to_string(r.stages_per_rank) + " stage" +
-         (r.stages_per_rank == 1 ? "" : "s") + " per rank, placement " + placement + ", split '" +
-         r.rule + "', schedule improved from " + r.schedule.start + "\n";
+    s += "plan: " + counted(r.stages_per_rank, "stage", "stages") + " per rank, placement " +
+         placement + ", split '" + r.rule + "', schedule improved from " + r.schedule.start + "\n";
     s += "  step time      " + format_number(r.schedule.makespan) + " ms (lower bound " +
          format_number(r.schedule.bound.value) + ", gap " +
          (std::isfinite(r.schedule.gap) ? format_number(100 * r.schedule.gap) + " %"
@@ -156,10 +155,9 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
     if (r.default_schedule.empty()) {
         s += "default split: no built-in schedule applies or fits its memory\n";
     } else {
-        s += "default split: " + std::to_string(r.default_stages_per_rank) + " stage" +
-             (r.default_stages_per_rank == 1 ? "" : "s") + " per rank, placement " +
-             std::string(to_string_view(r.default_placement)) + ", best built-in " +
-             r.default_schedule + "\n";
+        s += "default split: " + counted(r.default_stages_per_rank, "stage", "stages") +
+             " per rank, placement " + std::string(to_string_view(r.default_placement)) +
+             ", best built-in " + r.default_schedule + "\n";
         s += "  step time      " + format_number(r.default_makespan) + " ms\n";
         s += "  megatron       \"" + default_layout + "\"\n";
         s += std::isfinite(speedup)

@@ -51,6 +51,14 @@ void append_piece(std::string& out, T v) {
     }
 }
 
+/// "1 rank", "4 ranks": `n` and the noun that agrees with it (for titles and messages).
+[[nodiscard]] inline std::string counted(long long n, std::string_view one, std::string_view many) {
+    std::string out = std::to_string(n);
+    out += ' ';
+    out += n == 1 ? one : many;
+    return out;
+}
+
 /// `text` fit for a one-line message: control characters and bytes >= 0x7f escaped (`\n`,
 /// `\x1b`), and cut to `max_length` characters with `...` (an input echoed in an error must
 /// not move the terminal's cursor or fill the screen).

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ppsched/config.hpp"
+#include "ppsched/error.hpp"
 #include "ppsched/io/detail/number_text.hpp"
 #include "ppsched/simulation.hpp"
 
@@ -28,11 +29,9 @@ struct chart {
 [[nodiscard]] inline std::string chart_title(const chart& c) {
     const config& cfg = c.cfg;
     std::string s = c.name.empty() ? std::string("pipeline") : c.name;
-    s += ": " + std::to_string(cfg.ranks) + (cfg.ranks == 1 ? " rank, " : " ranks, ") +
-         std::to_string(cfg.stages_per_rank) +
-         (cfg.stages_per_rank == 1 ? " stage per rank, " : " stages per rank, ") +
-         std::to_string(cfg.microbatches) +
-         (cfg.microbatches == 1 ? " microbatch" : " microbatches");
+    s += ": " + ppsched::detail::counted(cfg.ranks, "rank", "ranks") + ", " +
+         ppsched::detail::counted(cfg.stages_per_rank, "stage", "stages") + " per rank, " +
+         ppsched::detail::counted(cfg.microbatches, "microbatch", "microbatches");
     if (cfg.placement != stage_placement::loop) {
         s += ", ";
         s += to_string_view(cfg.placement) == "v" ? "V" : to_string_view(cfg.placement);

@@ -26,6 +26,7 @@
 #include "ppsched/action.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/cost_model.hpp"
+#include "ppsched/error.hpp"
 #include "ppsched/io/detail/html_report_assets.hpp"
 #include "ppsched/io/detail/json_text.hpp"
 #include "ppsched/io/detail/number_text.hpp"
@@ -365,13 +366,11 @@ namespace ppsched::io {
     if (title.empty()) {
         if (schedules.size() == 1) {
             const config& c = schedules[0].cfg;
-            auto count = [](int n, const char* one, const char* many) {
-                return std::to_string(n) + (n == 1 ? one : many);
-            };
+            using ppsched::detail::counted;
             title = (schedules[0].name.empty() ? std::string("pipeline") : schedules[0].name) +
-                    ": " + count(c.ranks, " rank, ", " ranks, ") +
-                    count(c.stages_per_rank, " stage per rank, ", " stages per rank, ") +
-                    count(c.microbatches, " microbatch", " microbatches");
+                    ": " + counted(c.ranks, "rank", "ranks") + ", " +
+                    counted(c.stages_per_rank, "stage", "stages") + " per rank, " +
+                    counted(c.microbatches, "microbatch", "microbatches");
         } else {
             title = std::to_string(schedules.size()) + " schedules on one time axis";
         }
