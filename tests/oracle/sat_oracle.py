@@ -26,8 +26,10 @@ answer is exact. --floor-grid G: every duration and the message time is rounded 
 multiple of G. A schedule's start times are sums of durations and message times, so they can
 only fall when those do, and memory depends only on the order: every order is at least as fast
 in the rounded problem. "infeasible" there still proves that no order of the real problem is
-faster than T (a relaxation, used where costs lie on no grid); an order found is only
-"relaxation_feasible" (not replayed against the real costs).
+faster than T (a relaxation, used where costs lie on no grid); an order found is
+"relaxation_feasible", unless --ppsched is given and `ppsched simulate` times it with the real
+costs (--costs) below T: then it is "feasible" ("simulated" is its real makespan, "makespan" the
+rounded one).
 Exit 0, or 2 on bad input (including memory limits with input_grad_frees > 0, which the memory
 clauses below do not model).
 
@@ -367,7 +369,12 @@ def main(argv=None):
             os.remove(cnf_path)
     out["solver_seconds"] = round(solver_seconds, 2)
     if status == "feasible" and relaxed:
-        status = "relaxation_feasible"
+        # An order of the rounded problem. Timed with the real costs by `ppsched simulate`
+        # (with --ppsched) it may still be faster than T: then it answers the real question.
+        order = enc.decode(true_vars)
+        real = args.ppsched is not None and ti_oracle.confirm_order(args, p, model, order, grid,
+                                                                    out)
+        status = "feasible" if real else "relaxation_feasible"
     elif status == "feasible":
         order = enc.decode(true_vars)
         if not ti_oracle.confirm_order(args, p, model, order, grid, out):

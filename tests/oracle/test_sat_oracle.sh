@@ -165,6 +165,23 @@ for g in 0.1 0.01; do
   [[ $(field "$out" status) == relaxation_feasible ]] ||
     fail "offgrid --floor-grid $g below $above: $(field "$out" status), expected relaxation_feasible"
 done
+# With --ppsched, an order of the relaxation is timed with the real costs: "feasible" exactly
+# when `ppsched simulate` puts it below T (at T = 1000 any order is), else "relaxation_feasible"
+# with its real makespan; no order's real makespan is below the optimum.
+for below in 1000 "$("$python" -c "print($opt + 1e-6)")"; do
+  out=$(sat "$p" --floor-grid 0.1 --below "$below" --ppsched "$ppsched") ||
+    fail "offgrid --floor-grid --ppsched below $below failed"
+  echo "  --floor-grid 0.1 --ppsched below $below: $(field "$out" status)," \
+    "simulated $(field "$out" simulated)"
+  "$python" - "$out" "$below" "$opt" <<'PY' || fail "offgrid --ppsched below $below: $out"
+import json, sys
+out, below, opt = json.loads(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+real = out["simulated"]
+assert real is not None and real >= opt - 1e-9 * opt, real  # no order beats the optimum
+assert out["status"] == ("feasible" if real < below else "relaxation_feasible"), out
+assert below < 1000 or out["status"] == "feasible", out
+PY
+done
 # The largest value the finer relaxation proves: within the rounding of the optimum.
 proved=$("$python" - "$here/sat_oracle.py" "$p" "$opt" <<'PY'
 import json, subprocess, sys
