@@ -517,6 +517,39 @@ TEST_CASE("tune: the widest beam runs at the width asked for, a power of 4 or no
     CHECK(twenty.beam_nodes > sixteen.beam_nodes);
 }
 
+TEST_CASE("tune: the beams wider than 256 run last, on small problems not proven within 1 %",
+          "[tune][beam]") {
+    // A beam's work is n^2 x width x ranks for n compute actions (`beam_work`): early beams
+    // while it is at most 10^8, late ones while it is at most 10^9. Here 4 ranks x 2 stages
+    // x 3 kinds (F, I, W) x m microbatches.
+    auto plan = [](int microbatches, std::size_t widest, bool within_1pc) {
+        tune_problem p = skew_v_three_activations();
+        p.microbatches = microbatches;
+        const dt::model m = dt::make_model(p);
+        const auto n = static_cast<std::size_t>(24 * microbatches);
+        return dt::plan_beams(m, n, dt::beam_widths(widest), within_1pc);
+    };
+    // m = 8, n = 192 (work 147456 x width): 4..256 early (256: 3.8e7); 1024 (1.5e8) and 4096
+    // (6.0e8) late, but only while the answer is not proven within 1 %.
+    CHECK(plan(8, 4096, false).early == 4);
+    CHECK(plan(8, 4096, false).late == 2);
+    CHECK(plan(8, 4096, true).early == 4);
+    CHECK(plan(8, 4096, true).late == 0);
+    CHECK(plan(8, 256, false).late == 0);  // no width past the widest asked for
+    CHECK(plan(8, 1024, false).late == 1); // 1024 only
+    // m = 4, n = 96 (36864 x width): 1024 (3.8e7) is early too, 4096 (1.5e8) late.
+    CHECK(plan(4, 4096, false).early == 5);
+    CHECK(plan(4, 4096, false).late == 1);
+    // m = 16, n = 384 (589824 x width): 256 (1.5e8) is not early, so nothing runs late.
+    CHECK(plan(16, 4096, false).early == 3);
+    CHECK(plan(16, 4096, false).late == 0);
+    // m = 11, n = 264 (278784 x width): 256 early (7.1e7), 1024 late (2.9e8), 4096 not (1.1e9).
+    CHECK(plan(11, 4096, false).early == 4);
+    CHECK(plan(11, 4096, false).late == 1);
+    // The default asks for all of them.
+    CHECK(dt::beam_widths(tune_options{}.beam_width).back() == 4096);
+}
+
 TEST_CASE("tune: a beam's threads change its time, never its answer", "[tune][beam]") {
     namespace dt = ppsched::detail::tune;
     const tune_problem p = skew_v_three_activations();

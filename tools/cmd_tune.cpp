@@ -49,7 +49,8 @@ constexpr std::array<option, 16> tune_own_options{{
      "compute actions; 0: skip both)"},
     {"--beam-width", "N",
      "the widest beam search over partial orders, ranked by the bound, after the first local "
-     "searches (default 256; 0: none; wide beams run only on small problems)"},
+     "searches (default 4096; 0: none; wide beams run only on small problems, those over 256 "
+     "only where the answer is not proven within 1 % of the optimum)"},
     {"--threads", "N",
      "threads the beam searches may use (default 0: every hardware thread); the result is the "
      "same for any count"},
@@ -243,7 +244,7 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     if (a.has("--exact-nodes"))
         options.exact_nodes =
             static_cast<std::uint64_t>(a.integer("--exact-nodes", 0, 1LL << 62, 0));
-    options.beam_width = static_cast<std::size_t>(a.integer("--beam-width", 0, 1LL << 20, 256));
+    options.beam_width = static_cast<std::size_t>(a.integer("--beam-width", 0, 1LL << 20, 4096));
     options.threads = static_cast<std::size_t>(a.integer("--threads", 0, 1024, 0));
     // A progress line on stderr once the search runs longer than a second.
     bool printed = false;
