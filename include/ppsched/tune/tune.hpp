@@ -513,6 +513,7 @@ struct beam_plan {
         exact_search guide(m);
         exact_limits limits;
         limits.deadline = spend.deadline;
+        limits.tick = [&] { (void)spend.spent(ev); }; // the progress line
         exact_outcome found = guide.beam(best.makespan, w, limits, threads);
         result.beam_nodes += found.nodes;
         const evaluation e0 = found.improved ? ev.run(found.seq) : evaluation{};
@@ -563,6 +564,7 @@ struct beam_plan {
         exact_limits limits;
         limits.max_nodes = exact_nodes;
         limits.deadline = spend.deadline;
+        limits.tick = [&] { (void)spend.spent(ev); };
         const exact_outcome found = exact.run(best.makespan, limits, result.bound.value);
         result.exact_nodes = found.nodes;
         if (found.improved) {

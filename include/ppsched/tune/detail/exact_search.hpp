@@ -76,6 +76,9 @@ struct exact_limits {
     std::uint64_t max_nodes = 0; ///< partial orders to visit at most (0: none)
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     std::size_t memo_bytes = std::size_t{64} << 20; ///< memo size, about (keys, times, nodes)
+    /// Called now and then on the calling thread (every 256 nodes of a search, after each
+    /// depth of a beam): `tune`'s progress line goes on during a long search.
+    std::function<void()> tick{};
 };
 
 /// About the work of a beam of `width` (`exact_search::beam`) over a problem of n compute
@@ -347,6 +350,7 @@ class exact_search {
             if (!last) count_children();
             next.resize(chosen.size());
             beam.swap(next);
+            if (limits_.tick) limits_.tick();
         }
         for (auto& h : helpers) out_.reused += h->reused_;
         out_.reused += reused_;
@@ -993,8 +997,10 @@ class exact_search {
     [[nodiscard]] bool out_of_budget() {
         if (stopped_ || round_cut_) return true;
         if (limits_.max_nodes != 0 && out_.nodes >= limits_.max_nodes) stopped_ = true;
-        if ((out_.nodes & 255) == 0 && std::chrono::steady_clock::now() >= limits_.deadline)
-            stopped_ = true;
+        if ((out_.nodes & 255) == 0) {
+            if (std::chrono::steady_clock::now() >= limits_.deadline) stopped_ = true;
+            if (limits_.tick) limits_.tick();
+        }
         if (out_.nodes >= round_limit_) round_cut_ = true;
         return stopped_ || round_cut_;
     }
