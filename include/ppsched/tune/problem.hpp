@@ -90,8 +90,8 @@ struct tune_options {
     /// (`makespan_bound::rank_relaxation`) gets as many nodes of its own (0 skips it too).
     std::optional<std::uint64_t> exact_nodes{};
     /// The widest beam search (0: none). Beams of width 4, 16, 64, 256, 1024 and 4096 run in
-    /// turn up to this width (the last one at this width exactly, a power of 4 or not), after
-    /// the first tabu searches each only while its work (about n^2 x width x ranks steps for n
+    /// turn up to this width (the last one at this width exactly, a power of 4 or not): after
+    /// the first tabu searches, each only while its work (about n^2 x width x ranks steps for n
     /// compute actions) stays below 10^8, so larger problems skip the wider ones (or all): 4
     /// ranks x 2 stages x 8 microbatches run widths up to 256, 8 x 2 x 32 only width 4, 32
     /// ranks x 128 microbatches none. Where every width up to 256 ran and the answer is still

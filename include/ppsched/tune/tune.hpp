@@ -22,6 +22,8 @@
 /// 4. Rank relaxation (tune/detail/rank_relaxation.hpp), where a gap is left: each rank alone,
 ///    its sequence and memory exact and the other ranks as delays, solved exactly within the
 ///    exact phase's node budget; it raises the bound (`makespan_bound::rank_relaxation`).
+///    Then, on small problems whose answer is still not proven within 1 % of the optimum, the
+///    beams wider than 256 (`plan_beams`), with the time left.
 /// 5. The answer is simulated and validated again.
 /// 6. With the split backward, where a stage's B is cheaper than its I + W, the same search on
 ///    the fused problem (orders of F and B) and on three problems where some stages run B (see
