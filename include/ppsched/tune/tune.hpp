@@ -510,12 +510,18 @@ struct beam_plan {
     const std::size_t threads = options.threads > 0
                                     ? options.threads
                                     : std::max<std::size_t>(1, std::thread::hardware_concurrency());
+    // The limits of the beams and of the exact phase: the deadline, and the progress line
+    // going on during them.
+    auto search_limits = [&] {
+        exact_limits limits;
+        limits.deadline = spend.deadline;
+        limits.tick = [&] { (void)spend.spent(ev); };
+        return limits;
+    };
     // One beam of width w, and the tabu search on what it finds. False once a budget is spent.
     auto run_beam = [&](std::size_t w) {
         exact_search guide(m);
-        exact_limits limits;
-        limits.deadline = spend.deadline;
-        limits.tick = [&] { (void)spend.spent(ev); }; // the progress line
+        const exact_limits limits = search_limits();
         exact_outcome found = guide.beam(best.makespan, w, limits, threads);
         result.beam_nodes += found.nodes;
         const evaluation e0 = found.improved ? ev.run(found.seq) : evaluation{};
@@ -529,9 +535,10 @@ struct beam_plan {
         return !spend.spent(ev);
     };
     const std::vector<std::size_t> widths = beam_widths(options.beam_width);
+    const std::size_t early = plan_beams(m, n, widths, true).early;
     std::size_t beams_run = 0; // of `widths`
     if (best.makespan > target && !spend.spent(ev))
-        for (std::size_t i = 0; i < plan_beams(m, n, widths, true).early; ++i) {
+        for (std::size_t i = 0; i < early; ++i) {
             if (best.makespan <= target) break;
             ++beams_run;
             if (!run_beam(widths[i])) break;
@@ -563,10 +570,8 @@ struct beam_plan {
     bool proven = false, exact_cut = false;
     if (best.makespan > target && exact_nodes > 0 && !spend.spent(ev)) {
         exact_search exact(bm);
-        exact_limits limits;
+        exact_limits limits = search_limits();
         limits.max_nodes = exact_nodes;
-        limits.deadline = spend.deadline;
-        limits.tick = [&] { (void)spend.spent(ev); };
         const exact_outcome found = exact.run(best.makespan, limits, result.bound.value);
         result.exact_nodes = found.nodes;
         if (found.improved) {
@@ -636,11 +641,11 @@ struct beam_plan {
     {
         const double known =
             std::max({result.bound.value, result.bound.search, result.bound.rank_relaxation});
-        const beam_plan plan = plan_beams(m, n, widths, best.makespan <= known * 1.01);
+        auto within_1pc = [&] { return best.makespan <= known * 1.01; };
+        const beam_plan plan = plan_beams(m, n, widths, within_1pc());
         if (!proven && !relaxed_backward && beams_run == plan.early && !spend.spent(ev))
-            for (std::size_t i = plan.early; i < plan.early + plan.late; ++i) {
-                if (best.makespan <= known * 1.01 || !run_beam(widths[i])) break;
-            }
+            for (std::size_t i = plan.early; i < plan.early + plan.late; ++i)
+                if (within_1pc() || !run_beam(widths[i])) break;
     }
 
     // 5. The answer, simulated and validated by the library itself.
