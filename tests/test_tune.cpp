@@ -550,6 +550,27 @@ TEST_CASE("tune: the beams wider than 256 run last, on small problems not proven
     CHECK(dt::beam_widths(tune_options{}.beam_width).back() == 4096);
 }
 
+TEST_CASE("tune: the beams and the exact search tick for the progress line", "[tune][beam]") {
+    // `exact_limits::tick` keeps `tune`'s progress line going during a long search: once per
+    // depth of a beam (a depth per action: 8 stages x 3 kinds x 8 microbatches) and every 256
+    // nodes of the exact search.
+    const tune_problem p = skew_v_three_activations();
+    const dt::model m = dt::make_model(p);
+    dt::exact_search exact(m);
+    std::size_t ticks = 0;
+    dt::exact_limits limits;
+    limits.tick = [&] { ++ticks; };
+    const dt::exact_outcome beam =
+        exact.beam(std::numeric_limits<double>::infinity(), 16, limits, 2);
+    REQUIRE(beam.improved); // it reached the last depth
+    CHECK(ticks == 8 * 3 * 8);
+    ticks = 0;
+    limits.max_nodes = 20'000;
+    const dt::exact_outcome searched = exact.run(1e300, limits);
+    CHECK(ticks >= searched.nodes / 256 - 1);
+    CHECK(ticks <= searched.nodes / 256 + 4);
+}
+
 TEST_CASE("tune: a beam's threads change its time, never its answer", "[tune][beam]") {
     namespace dt = ppsched::detail::tune;
     const tune_problem p = skew_v_three_activations();
