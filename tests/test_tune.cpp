@@ -209,6 +209,30 @@ TEST_CASE("tune: with a split backward and B cheaper than I + W, the bound holds
     CHECK(r.bound.value <= 11 + 1e-9);
 }
 
+TEST_CASE("tune: the bound holds for built-ins whose OVERLAP_F_B is cheaper than its parts",
+          "[tune]") {
+    // 1f1b_overlap (loop) and DualPipeV (v) run OVERLAP_F_B actions, timed with the forward
+    // stage's `overlap_f_b`; the search itself never makes one. Below F + B the built-in can win,
+    // and the bound must stay below it (an overlap of 0 makes each pair free).
+    for (const int v : {1, 2})
+        for (const double both : {0.0, 0.5, 1.0, 2.0, 2.9, 3.0, 4.0}) {
+            CAPTURE(v, both);
+            tune_problem p;
+            p.ranks = 4;
+            p.microbatches = 8;
+            p.stages_per_rank = v;
+            p.placement = v == 1 ? stage_placement::loop : stage_placement::v;
+            p.costs.uniform.overlap_f_b = both;
+            const tune_result r = ppsched::tune(p, quick(500));
+            check_result(p, r);
+            bool cheaper_b = true, overlapped = false;
+            (void)dt::bound_model(dt::make_model(p), p, cheaper_b, overlapped);
+            CHECK_FALSE(cheaper_b);
+            CHECK(overlapped == (both < 3.0));
+            if (both < 1.0) CHECK(r.best_builtin_makespan == r.makespan);
+        }
+}
+
 TEST_CASE("tune: a W given as B - I does not make B cheaper by rounding", "[tune]") {
     // 0.6 + (1.7 - 0.6) is 1.7000000000000002 in doubles, one ulp above B.
     tune_problem p;

@@ -170,3 +170,8 @@ ppsched_cli_test(validate_one_rank_singular 0 STDOUT_HAS "(1 rank, 1 stage per r
   ARGS validate ${data}/one_rank_one_microbatch.csv)
 ppsched_cli_test(compare_one_rank_singular 0 STDOUT_HAS "1 rank, 1 microbatch; the costs"
   ARGS compare --ranks 1 --microbatches 1)
+# A built-in's OVERLAP_F_B cheaper than its parts (1 for F + B = 3): 1f1b_overlap wins, and the
+# bound, proven on durations scaled to fit such an overlap, stays below it (it once claimed 27).
+ppsched_cli_json_test(tune_overlap_bound
+  "d['lower_bound'] <= d['makespan'] and not d['optimal'] and d['best_builtin']['name'] == '1f1b_overlap' and all(d['lower_bound'] <= c['makespan'] for c in d['candidates'] if c['fits'])"
+  tune --ranks 4 --microbatches 8 --overlap 1 --max-evaluations 2000 --quiet --format json)

@@ -461,7 +461,8 @@ struct chains {
 
 /// A lower bound on the makespan of every valid order of `p`, with its parts and the least
 /// memory any order needs per rank; with a split backward it also holds for orders that run
-/// some backwards as `B` (see `detail::tune::bound_model`). Throws `config_error` for a
+/// some backwards as `B`, and for orders with `OVERLAP_F_B` actions timed with an
+/// `overlap_f_b` below their parts (see `detail::tune::bound_model`). Throws `config_error` for a
 /// malformed problem (as `tune` does). Complexity: O(n log n) in the number of compute actions.
 [[nodiscard]] inline makespan_bound lower_bound(const tune_problem& p) {
     bool relaxed = false;

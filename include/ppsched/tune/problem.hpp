@@ -164,8 +164,9 @@ struct makespan_bound {
     int rank_relaxation_rank = 0; ///< the rank it comes from
     /// What the exact phase proved: the optimum when it finished (`exact_complete`), else its
     /// root bound (heads delayed until enough memory is freed); 0 when it did not run. With a
-    /// split backward whose B is cheaper than I + W it searches the model of
-    /// `detail::tune::bound_model`: finished, it gives that model's optimum, a bound only.
+    /// split backward whose B is cheaper than I + W, or an `overlap_f_b` below its parts, it
+    /// searches the model of `detail::tune::bound_model`: finished, it gives that model's
+    /// optimum, a bound only.
     double search = 0;
     bool exact_complete = false; ///< the exact phase finished: `value` is the optimum
     /// The least peak memory any valid order needs, per rank (parameters plus one

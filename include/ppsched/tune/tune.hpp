@@ -341,9 +341,10 @@ struct beam_plan {
     const auto started = clock::now();
     const model m = make_model(problem);
     // The bounds (and the exact phase and the rank relaxation, which prove bounds) work on `bm`:
-    // `m` itself unless a built-in's B can be cheaper than the split model's I + W.
-    bool relaxed_backward = false;
-    const model bm = bound_model(m, problem, relaxed_backward);
+    // `m` itself unless a built-in's B can be cheaper than the split model's I + W, or its
+    // OVERLAP_F_B cheaper than its parts.
+    bool relaxed_backward = false, relaxed_overlap = false;
+    const model bm = bound_model(m, problem, relaxed_backward, relaxed_overlap);
     const config cfg = problem.cfg();
     tune_result result;
     result.bound = bound(bm);
@@ -584,7 +585,7 @@ struct beam_plan {
         }
         // On a relaxed model an order it finds is timed again on the real one (above) and may
         // be slower there: then only `found.lower`, its optimum, is proven.
-        proven = found.complete && !(relaxed_backward && found.improved);
+        proven = found.complete && !((relaxed_backward || relaxed_overlap) && found.improved);
         exact_cut = !found.complete;
         result.bound.search = found.lower;
         if (std::chrono::steady_clock::now() >= spend.deadline) spend.out_of_time = true;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -191,28 +192,62 @@ struct model {
     return c.full_backward < (c.backward_input + c.backward_weight) * (1 - 1e-9);
 }
 
-/// The model the bounds are proven on. With a split backward a built-in order may still run a
-/// stage's backward as one `B`, timed with the cost model's `B`; where that is cheaper than
-/// `I + W`, such an order is outside the split model. Here each stage's `I` becomes
-/// `I' = min(I, B)` and its `W` becomes `W' = min(W, B - I')`. Every order of the problem,
-/// whichever way it runs each backward, is then an order of this model with no longer
-/// durations: an `I` and a `W` as they are, a `B` as `I'` then at once `W'` (which end, send
-/// and free no later than the `B`). So a bound proven on it holds for every order. It is `m`
-/// itself when the backward is fused or `B >= I + W` on every stage; `relaxed` says whether
-/// some stage's `B` is `cheaper_b`.
-[[nodiscard]] inline model bound_model(const model& m, const tune_problem& p, bool& relaxed) {
+/// The model the bounds are proven on: every order of the problem, as a built-in may run it,
+/// is an order of this model with no longer durations, so a bound proven on it holds for every
+/// order. It is `m` itself unless one of these holds:
+/// - With a split backward a built-in order may still run a stage's backward as one `B`, timed
+///   with the cost model's `B`; where that is cheaper than `I + W`, such an order is outside
+///   the split model. Here each stage's `I` becomes `I' = min(I, B)` and its `W` becomes
+///   `W' = min(W, B - I')`: an `I` and a `W` run as they are, a `B` as `I'` then at once `W'`
+///   (which end, send and free no later than the `B`). `relaxed` says whether some stage's `B`
+///   is `cheaper_b`.
+/// - A built-in's `OVERLAP_F_B` lasts its forward stage's `overlap_f_b`, which may be less
+///   than its parts. Then every duration on the rank is scaled by the least ratio of such an
+///   overlap to the forward and the whole backward (`I'` + `W'`, or `B`) it may hold on that
+///   rank: the overlapped action runs as its backward part, then its forward, within its own
+///   time (they are of different microbatches, both inputs are there at its start, and the
+///   backward's free comes before the forward's allocation, so no rank holds more). `overlapped`
+///   says whether some rank was scaled.
+[[nodiscard]] inline model bound_model(const model& m, const tune_problem& p, bool& relaxed,
+                                       bool& overlapped) {
     model out = m;
     relaxed = false;
-    if (!m.split) return out;
-    for (int s = 0; s < m.stages; ++s) {
-        const resolved_stage_costs c = p.costs.at(s);
-        if (c.full_backward >= c.backward_input + c.backward_weight) continue;
-        double* dur = out.stage[static_cast<std::size_t>(s)].dur;
-        dur[kind_backward] = std::min(c.backward_input, c.full_backward);
-        dur[kind_weight] = std::min(c.backward_weight, c.full_backward - dur[kind_backward]);
-        relaxed = relaxed || cheaper_b(c);
+    overlapped = false;
+    if (m.split) {
+        for (int s = 0; s < m.stages; ++s) {
+            const resolved_stage_costs c = p.costs.at(s);
+            if (c.full_backward >= c.backward_input + c.backward_weight) continue;
+            double* dur = out.stage[static_cast<std::size_t>(s)].dur;
+            dur[kind_backward] = std::min(c.backward_input, c.full_backward);
+            dur[kind_weight] = std::min(c.backward_weight, c.full_backward - dur[kind_backward]);
+            relaxed = relaxed || cheaper_b(c);
+        }
+    }
+    for (const std::vector<int>& stages : out.rank_stages) {
+        double scale = 1;
+        for (const int f : stages) {
+            const std::optional<double> both = p.costs.at(f).overlap_f_b;
+            if (!both) continue;
+            for (const int b : stages) {
+                const double* fd = out.stage[static_cast<std::size_t>(f)].dur;
+                const double* bd = out.stage[static_cast<std::size_t>(b)].dur;
+                const double parts =
+                    fd[kind_forward] + bd[kind_backward] + (m.split ? bd[kind_weight] : 0);
+                if (*both < parts) scale = std::min(scale, std::max(0.0, *both) / parts);
+            }
+        }
+        if (scale >= 1) continue;
+        overlapped = true;
+        for (const int s : stages)
+            for (double& d : out.stage[static_cast<std::size_t>(s)].dur) d *= scale;
     }
     return out;
+}
+
+/// `bound_model` where only whether some `B` is cheaper matters.
+[[nodiscard]] inline model bound_model(const model& m, const tune_problem& p, bool& relaxed) {
+    bool overlapped = false;
+    return bound_model(m, p, relaxed, overlapped);
 }
 
 } // namespace ppsched::detail::tune
