@@ -14,6 +14,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <ppsched/algorithms/simulate.hpp>
@@ -126,7 +128,8 @@ std::string seconds(double s) {
 }
 
 std::string text_report(const tune_problem& p, const tune_result& r, const simulation& sim,
-                        const std::optional<std::string>& csv_path) {
+                        const std::optional<std::string>& csv_path,
+                        const std::optional<std::string>& picture_path) {
     std::string out = "tune: " + counted(p.ranks, "rank", "ranks") + ", " +
                       counted(p.stages_per_rank, "stage", "stages") + " per rank (" +
                       std::string(to_string_view(p.placement)) + "), " +
@@ -167,6 +170,8 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
     if (csv_path)
         out += "\nwrote " + *csv_path +
                " (PyTorch CSV, compute_only: torchtitan's pipeline_parallel_schedule_csv)\n";
+    if (picture_path)
+        out += (csv_path ? "" : "\n") + std::string("wrote ") + *picture_path + " (SVG)\n";
     return out;
 }
 
@@ -232,6 +237,12 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     const std::string format = a.value("--format").value_or("text");
     if (format != "text" && format != "json" && format != "none")
         throw usage_error("--format must be text, json or none, got '" + format + "'");
+    // The report goes to standard output, and both files are written together after the
+    // search: refuse what would fail then before searching.
+    expect_file_names(a, "tune", {"--output", "--picture"});
+    const auto csv_path = a.value("--output");
+    const auto picture_path = a.value("--picture");
+    expect_distinct_files(a, {"--output", "--picture"});
     const tune_problem problem = read_problem(a);
     tune_options options;
     if (auto text = a.value("--time-limit")) {
@@ -263,9 +274,9 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     const tune_result r = tune(problem, options);
     if (printed) std::fprintf(stderr, "\n");
     const simulation sim = simulate(r.best, problem.costs);
-    const auto csv_path = a.value("--output");
-    if (csv_path) write_output_file(*csv_path, io::write_csv(r.best));
-    if (auto picture = a.value("--picture")) {
+    std::vector<std::pair<std::string, std::string>> files;
+    if (csv_path) files.emplace_back(*csv_path, io::write_csv(r.best));
+    if (picture_path) {
         std::vector<io::chart> charts;
         charts.push_back({"tuned", problem.cfg(), sim, false, ""});
         auto add_builtin = [&](const std::string& name) {
@@ -288,9 +299,12 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
             "the tuned order, the best built-in schedule that fits, and 1F1B for reference; lower "
             "bound " +
             format_number(r.bound.value);
-        write_output_file(*picture, io::write_svg(charts, opts));
+        files.emplace_back(*picture_path, io::write_svg(charts, opts));
     }
-    if (format == "text") out.out = text_report(problem, r, sim, csv_path);
+    std::vector<std::pair<std::string, std::string_view>> views;
+    for (const auto& [path, text] : files) views.emplace_back(path, text);
+    write_output_files(views); // all or none
+    if (format == "text") out.out = text_report(problem, r, sim, csv_path, picture_path);
     if (format == "json") out.out = json_report(problem, r, sim);
     return exit_ok;
 }

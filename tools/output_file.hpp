@@ -96,6 +96,21 @@ inline void expect_file_names(const args& a, std::string_view command,
                               " a file name, not '-'");
 }
 
+/// Throws `usage_error` when two of `flags` of `a` name one regular file: a command that
+/// writes its files after a long search checks this before it starts (`write_output_files`
+/// refuses it again when writing).
+inline void expect_distinct_files(const args& a, std::initializer_list<std::string_view> flags) {
+    std::vector<std::string> seen;
+    for (const std::string_view flag : flags) {
+        const auto path = a.value(flag);
+        if (!path) continue;
+        for (const std::string& other : seen)
+            if (detail::same_file(other, *path))
+                throw usage_error("two outputs name the same file, " + printable(*path));
+        seen.push_back(*path);
+    }
+}
+
 /// Writes each (path, text) of `files` (see the file comment: atomic for regular files, written
 /// through for devices and FIFOs, links followed), all or none of the regular files: every
 /// target is checked first, the regular files' texts go to temporary files, then the devices

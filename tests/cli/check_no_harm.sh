@@ -169,7 +169,25 @@ fi
 expect 0 "calibrate with every output" "$tool" calibrate "$cal/1f1b_rank0.json" \
   "$cal/1f1b_rank1.json" --output "$tmp/costs.json" --order "$tmp/order.csv" --picture "$tmp/p.svg"
 [[ -s $tmp/costs.json && -s $tmp/order.csv && -s $tmp/p.svg ]] || fail "calibrate wrote not every output"
-# '-' is standard output where it is the only output; plan and calibrate print a report there.
+# tune writes an order and a picture after its search: the same, and a missing directory for
+# the picture leaves no order behind either.
+expect 2 "tune with the picture in a missing directory" "$tool" tune --ranks 2 --microbatches 2 \
+  --quiet --output "$tmp/tuned.csv" --picture "$tmp/missing/p.svg"
+[[ -e $tmp/tuned.csv ]] && fail "tune left its order behind"
+if [[ -w /dev/full ]]; then
+  expect 2 "tune with the picture on a full device" "$tool" tune --ranks 2 --microbatches 2 \
+    --quiet --output "$tmp/tuned.csv" --picture /dev/full
+  [[ -e $tmp/tuned.csv ]] && fail "tune left its order behind"
+fi
+expect 0 "tune with both outputs" "$tool" tune --ranks 2 --microbatches 2 --quiet \
+  --output "$tmp/tuned.csv" --picture "$tmp/tuned.svg"
+[[ -s $tmp/tuned.csv && -s $tmp/tuned.svg ]] || fail "tune wrote not every output"
+grep -q "wrote $tmp/tuned.svg" "$tmp/out" || fail "tune does not say where its picture went"
+# '-' is standard output where it is the only output; plan, calibrate and tune print a report there.
+for flag in --output --picture; do
+  expect 2 "tune $flag -" "$tool" tune --ranks 2 --microbatches 2 --quiet $flag -
+  grep -q "a file name, not '-'" "$tmp/err" || fail "tune $flag - does not say why"
+done
 expect 2 "calibrate --output -" "$tool" calibrate "$cal/1f1b_rank0.json" "$cal/1f1b_rank1.json" --output -
 grep -q "a file name, not '-'" "$tmp/err" || fail "calibrate --output - does not say why"
 expect 2 "plan --output -" "$tool" plan "$(dirname "$0")/data/model_tiny.json" --ranks 2 --microbatches 4 --output -
@@ -180,6 +198,10 @@ expect 2 "calibrate with one file for two outputs" "$tool" calibrate "$cal/1f1b_
   "$cal/1f1b_rank1.json" --output "$tmp/same.x" --order "$tmp/./same.x"
 grep -q "the same file" "$tmp/err" || fail "two outputs in one file: no reason given"
 [[ -e $tmp/same.x ]] && fail "two outputs in one file: something was written"
+expect 2 "tune with one file for two outputs" "$tool" tune --ranks 2 --microbatches 2 --quiet \
+  --output "$tmp/same.x" --picture "$tmp/./same.x"
+grep -q "the same file" "$tmp/err" || fail "tune: two outputs in one file: no reason given"
+[[ -e $tmp/same.x ]] && fail "tune: two outputs in one file: something was written"
 # /dev/stdout through a pipe: the descriptor's link names no path, the link itself opens.
 "$tool" trace 1F1B --ranks 2 --microbatches 2 --output /dev/stdout 2>"$tmp/err" | cat >"$tmp/piped"
 grep -q '"traceEvents"' "$tmp/piped" || fail "--output /dev/stdout into a pipe wrote nothing ($(cat "$tmp/err"))"
