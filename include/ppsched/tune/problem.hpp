@@ -84,8 +84,8 @@ struct tune_options {
     /// `time_limit` the result depends only on the problem, the options and `seed`.
     std::uint64_t max_evaluations = 0;
     /// Partial orders the exact phase may visit (0: skip it; unset: 5 x 10^7 / the problem's
-    /// compute actions, about a second or two whatever the size). The exact phase looks for
-    /// an order faster than the best found, or proves there is none (then the gap is 0);
+    /// compute actions and at least 1000, about a second or two whatever the size). The exact phase
+    /// looks for an order faster than the best found, or proves there is none (then the gap is 0);
     /// small problems usually finish well within the default. The rank relaxation after it
     /// (`makespan_bound::rank_relaxation`) gets as many nodes of its own (0 skips it too).
     std::optional<std::uint64_t> exact_nodes{};
@@ -96,7 +96,8 @@ struct tune_options {
     /// ranks x 2 stages x 8 microbatches run widths up to 256, 8 x 2 x 32 only width 4, 32
     /// ranks x 128 microbatches none. Where every width up to 256 ran and the answer is still
     /// not proven within 1 % of the optimum after the exact phase, the wider ones run last,
-    /// while their work stays below 10^9 and time is left.
+    /// while their work stays below 10^9 and time is left (not where orders that run B are
+    /// searched after it: a split backward whose B is cheaper than I + W).
     std::size_t beam_width = 4096;
     /// Threads a beam search may use (0: `std::thread::hardware_concurrency()`). The beam's
     /// parents are expanded in parallel and joined in order, so the result is the same for
@@ -163,7 +164,8 @@ struct makespan_bound {
     double rank_relaxation = 0;
     int rank_relaxation_rank = 0; ///< the rank it comes from
     /// What the exact phase proved: the optimum when it finished (`exact_complete`), else its
-    /// root bound (heads delayed until enough memory is freed); 0 when it did not run. With a
+    /// root bound (heads delayed until enough memory is freed) or the highest target one of
+    /// its probes proved by finishing empty; 0 when it did not run. With a
     /// split backward whose B is cheaper than I + W, or an `overlap_f_b` below its parts, it
     /// searches the model of `detail::tune::bound_model`: finished, it gives that model's
     /// optimum, a bound only.

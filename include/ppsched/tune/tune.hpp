@@ -10,8 +10,8 @@
 ///    never worse than the best of them; a family of greedy list schedulers (backward or
 ///    forward first, W as filler or eager, caps on microbatches in flight), which fit any
 ///    memory limit the problem allows; and one microbatch at a time, which fits the least.
-/// 2. Improvement: from the best start points in turn, a tabu search that swaps adjacent
-///    actions of a rank along the critical path (tune/detail/local_search.hpp); then beam
+/// 2. Improvement: from the best start points in turn, a tabu search that moves actions of
+///    the critical path's blocks to their ends (tune/detail/local_search.hpp); then beam
 ///    searches over partial orders ranked by the exact phase's bound (`exact_search::beam`,
 ///    up to `tune_options::beam_width`; their wide depths on `tune_options::threads` threads,
 ///    with the same result for any count), each order they find polished by the tabu search;
@@ -20,8 +20,9 @@
 ///    looks for one faster than the best found, or proves that there is none, within
 ///    `tune_options::exact_nodes` partial orders.
 /// 4. Rank relaxation (tune/detail/rank_relaxation.hpp), where a gap is left: each rank alone,
-///    its sequence and memory exact and the other ranks as delays, solved exactly within the
-///    exact phase's node budget; it raises the bound (`makespan_bound::rank_relaxation`).
+///    its sequence and memory exact and the other ranks as delays, solved exactly within a
+///    node budget as large as the exact phase's; it raises the bound
+///    (`makespan_bound::rank_relaxation`).
 ///    Then, on small problems whose answer is still not proven within 1 % of the optimum, the
 ///    beams wider than 256 (`plan_beams`), with the time left.
 /// 5. The answer is simulated and validated again.
@@ -444,7 +445,7 @@ struct beam_plan {
     }
     add_start("sequential", sequential_order(m));
     // No greedy order can beat a start that meets the bound (often a built-in schedule on
-    // uniform costs): then the greedy runs, O(n log n) each and 70 of them, are skipped.
+    // uniform costs): then the greedy runs, O(n log n) each and 64 of them, are skipped.
     if (std::none_of(starts.begin(), starts.end(),
                      [&](const start_point& sp) { return sp.eval.makespan <= target; })) {
         sequences seq;

@@ -2,11 +2,11 @@
 /// \file tune/detail/local_search.hpp
 /// The improvement phase: a tabu search on the per-rank orders, guided by the critical path.
 /// The makespan is the length of a chain of actions in which each one starts when the one
-/// before it ends (on its rank, or as its input); only reordering actions that are adjacent on
-/// a rank along that chain can shorten it (the classic neighbourhood of job-shop scheduling),
-/// so each step times every such swap and takes the best one not tabu (or any that beats the
-/// best order found). Each timing is O(n) (from the moved actions on: `run_changed`); a step is
-/// O(critical path * n).
+/// before it ends (on its rank, or as its input); only reordering the chain's blocks (its runs
+/// of actions adjacent on one rank) can shorten it, so each step times the moves of a block's
+/// actions to the block's start or end (the N6 neighbourhood of job-shop scheduling; see
+/// `tabu_search`) and takes the best one not tabu (or any that beats the best order found). Each
+/// timing is O(n) (from the moved actions on: `run_changed`); a step is O(critical path * n).
 
 #include <algorithm>
 #include <chrono>
