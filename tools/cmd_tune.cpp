@@ -44,7 +44,9 @@ constexpr std::array<option, 16> tune_own_options{{
      "split (default: the runtime runs I and W apart, as the zero-bubble schedules) or fused "
      "(only B)"},
     {"--time-limit", "S", "seconds the search may take (default 10)"},
-    {"--max-evaluations", "N", "stop after timing N orders (default: no limit)"},
+    {"--max-evaluations", "N",
+     "stop after timing N orders (the built-in schedules are timed first whatever N; "
+     "default: no limit)"},
     {"--exact-nodes", "N",
      "partial orders the exact phase may visit to find a faster order or prove there is none, "
      "and the rank relaxation after it to raise the bound (default: 50000000 / the problem's "
@@ -83,10 +85,10 @@ constexpr command_help tune_help{
         "time limit cuts it short. JSON output: {makespan, lower_bound, gap, optimal,\n"
         "bubble_fraction, peak_memory: [per rank], memory_limit, best_builtin: {name, makespan}\n"
         "| null, start: {name, makespan}, evaluations, exact_nodes, beam_nodes, seconds,\n"
-        "time_to_best, stopped, bound: {one_machine, memory, memory_ramp, rank_relaxation, "
-        "search,\n"
-        "exact_complete, least_memory}, candidates: [{name, applies, fits, makespan, peak_memory, "
-        "why_not}]}.\n"
+        "time_to_best, stopped, bound: {one_machine, one_machine_rank, memory, memory_rank,\n"
+        "memory_ramp, memory_ramp_rank, rank_relaxation, rank_relaxation_rank, search,\n"
+        "exact_complete, least_memory}, candidates: [{name, applies, fits, makespan,\n"
+        "peak_memory, why_not}]}.\n"
         "Exit status 2 for a problem no order can meet (a memory limit below the least any\n"
         "order needs, which the message gives), malformed costs or bad usage.",
 };
