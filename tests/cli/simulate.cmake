@@ -156,3 +156,7 @@ ppsched_cli_test(validate_json_total 1 STDOUT_HAS "\"total\": 5998, \"truncated\
                  ARGS validate ${data}/many_missing.csv --microbatches 3000 --format json)
 ppsched_cli_test(compare_contradictory_stage_counts 2 STDERR_HAS "contradict each other"
                  ARGS compare --ranks 4 --microbatches 8 --stages-per-rank 3 --max-stages-per-rank 2)
+# The cost file docs/simulation.md shows is one the tool accepts.
+add_test(NAME cli.simulate_doc_cost_example
+         COMMAND ${PPSCHED_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/check_doc_cost_example.sh
+                 $<TARGET_FILE:ppsched-cli> ${PROJECT_SOURCE_DIR}/docs/simulation.md)
