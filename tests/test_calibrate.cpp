@@ -196,6 +196,30 @@ TEST_CASE("iterations are cut where an action repeats; a cut-off one is dropped"
     CHECK(said);
 }
 
+TEST_CASE("compute spans of one rank that overlap are reported", "[calibrate]") {
+    const order lowered = lower(generate<one_f_one_b>({.ranks = 2, .microbatches = 4}));
+    const cost_model truth = per_stage({2, 3}, {4, 6}, 0.1);
+    io::measured_trace t = make_trace(lowered, truth);
+    auto overlap_notes = [](const calibration& c) {
+        int n = 0;
+        for (const auto& note : c.report.notes)
+            n += note.find("start before an earlier one ends") != std::string::npos;
+        return n;
+    };
+    // As recorded: one compute at a time on each rank, no such note.
+    CHECK(overlap_notes(calibrate(t)) == 0);
+    // Rank 0's first forward stretched over the next 3 ms: its measured idle would be wrong.
+    for (auto& m : t.ranks[0])
+        if (m.act == action::forward(0, 0)) m.end += 3000;
+    const calibration c = calibrate(t);
+    CHECK(overlap_notes(c) == 1);
+    bool named = false;
+    for (const auto& note : c.report.notes)
+        named =
+            named || (note.rfind("rank 0: ", 0) == 0 && note.find("0F0 ends") != std::string::npos);
+    CHECK(named);
+}
+
 TEST_CASE("outliers are named, and the median ignores them", "[calibrate]") {
     const order lowered = lower(generate<one_f_one_b>({.ranks = 2, .microbatches = 8}));
     const cost_model truth = per_stage({2, 3}, {4, 6}, 0.1);

@@ -183,6 +183,19 @@ TEST_CASE("a missing rank is a config_error naming it", "[pytorch_trace]") {
     // The same rank twice.
     CHECK_THAT(error_of({{with_rank(1, 2), "a"}, {with_rank(1, 2), "b"}}),
                Catch::Contains("rank 1 appears in both a and b"));
+    // A rank at or above the stated world size is named as such, not as missing ranks below.
+    CHECK_THAT(error_of({{with_rank(0, 2), "r0"}, {with_rank(5, 2), "r5"}}),
+               Catch::StartsWith("config_error") &&
+                   Catch::Contains("r5 holds rank 5, not below the world_size 2"));
+    // Files that disagree on the world size.
+    CHECK_THAT(error_of({{with_rank(0, 2), "r0"}, {with_rank(1, 4), "r1"}}),
+               Catch::Contains("r0 states world_size 2 but r1 states 4"));
+    // A world of no rank, and a negative rank, each said as it is.
+    CHECK_THAT(error_of({{with_rank(0, 0), "zero.json"}}),
+               Catch::StartsWith("parse_error: zero.json:") &&
+                   Catch::Contains("world_size of at least 1"));
+    CHECK_THAT(error_of({{with_rank(-1, 2), "neg.json"}}),
+               Catch::StartsWith("parse_error: neg.json:") && Catch::Contains("found -1"));
 }
 
 TEST_CASE("a trace without pipeline actions is a config_error", "[pytorch_trace]") {
@@ -221,7 +234,7 @@ TEST_CASE("malformed pipeline events are parse_errors with their position", "[py
                Catch::Contains("'dur' >= 0"));
     CHECK_THAT(one(R"({"name": "PP:0F0", "ph": "X", "ts": 1, "dur": 2, "pid": 1,
                        "cat": "user_annotation", "args": {"rank": -1}})"),
-               Catch::Contains("non-negative integer for args.'rank'"));
+               Catch::Contains("non-negative integer (at most 10^6) for args.'rank', found -1"));
     CHECK_THAT(one(R"(42)"), Catch::Contains("expected an event (an object)"));
     CHECK_THAT(error_of({{R"({"traceEvents": 3})", "bad.json"}}),
                Catch::Contains("expected an array for 'traceEvents'"));
@@ -258,8 +271,8 @@ TEST_CASE("write_pytorch_trace reads back to the same actions", "[pytorch_trace]
 
 TEST_CASE("a trace says when its spans start after the input waits", "[pytorch_trace]") {
     const std::vector<ppsched::io::measured_action> r0{{action::forward(0, 0), 1, 2}};
-    const std::string own = ppsched::io::write_pytorch_trace(r0, 0, 1);
-    CHECK(read({{own, "own"}}).spans_after_input_waits);
+    CHECK(read({{ppsched::io::write_pytorch_trace(r0, 0, 1), "own"}}).spans_after_input_waits);
+    const std::string own = ppsched::io::write_pytorch_trace(r0, 0, 2); // with rank 1 below
     // PyTorch's traces do not; and all files must say it.
     CHECK_FALSE(read({{rank0, "r0"}, {rank1, "r1"}}).spans_after_input_waits);
     const std::vector<ppsched::io::measured_action> r1{{action::forward(1, 0), 3, 4}};

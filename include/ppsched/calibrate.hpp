@@ -197,6 +197,41 @@ inline stream stream_of(action_kind k) {
     calibration_report& rep = out.report;
     rep.notes = trace.notes;
 
+    // A rank is taken to run one compute at a time: where its compute spans overlap (two
+    // processes read as one rank, or a clock that jumped), its measured idle time and the
+    // fitted costs mean little, so the report says so.
+    for (std::size_t r = 0; r < R; ++r) {
+        std::size_t overlaps = 0;
+        double latest_end = -std::numeric_limits<double>::infinity(), most = 0;
+        const io::measured_action* worst[2] = {nullptr, nullptr};
+        const io::measured_action* holder = nullptr; // the span that ends at latest_end
+        for (const auto& m : trace.ranks[r]) {
+            if (!io::detail::is_compute_kind(m.act.kind())) continue;
+            // Timestamps are microseconds since the epoch (about 1.7e12): 1e-3 is well above
+            // their rounding.
+            if (holder != nullptr && m.start < latest_end - 1e-3) {
+                ++overlaps;
+                if (latest_end - m.start > most) {
+                    most = latest_end - m.start;
+                    worst[0] = holder;
+                    worst[1] = &m;
+                }
+            }
+            if (holder == nullptr || m.end > latest_end) {
+                latest_end = m.end;
+                holder = &m;
+            }
+        }
+        if (overlaps > 0)
+            rep.notes.push_back(
+                "rank " + std::to_string(r) + ": " + std::to_string(overlaps) +
+                " compute span(s) start before an earlier one ends (the most: " +
+                to_string(worst[1]->act) + " starts " + io::detail::number_text(most) +
+                " us before " + to_string(worst[0]->act) +
+                " ends); a rank is taken to run one compute at a time, so its measured idle "
+                "time and the costs fitted from it are not reliable");
+    }
+
     // 1. Iterations: a new one starts where a rank's action repeats.
     std::vector<std::vector<std::vector<io::measured_action>>> its(R);
     for (std::size_t r = 0; r < R; ++r) {

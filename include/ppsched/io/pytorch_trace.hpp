@@ -25,8 +25,9 @@
 ///   read from the GPU side (each action takes its twin's times when it has one) and the result
 ///   says so; otherwise the CPU side is used (and the result says why). A twin is the GPU event
 ///   with the same `External id`, or failing ids the same name and occurrence on the same rank.
-/// - Ranks must be 0..P-1 without a gap, and when a file states `world_size` every rank up to
-///   it must be there: a missing rank is a `config_error`. A truncated file is a `parse_error`.
+/// - Ranks must be 0..P-1 without a gap, and when a file states `world_size` (at least 1, the
+///   same in every file that states it) every rank below it must be there and none above: a
+///   missing or extra rank is a `config_error`. A truncated file is a `parse_error`.
 ///
 /// `write_pytorch_trace` writes one rank's measured actions in the same form (what ppsched's
 /// executor records with `action_timeline`), so ppsched's own runs and PyTorch's read alike.
@@ -126,10 +127,11 @@ inline int int_member(std::string_view source, const json::value& obj, std::stri
     if (v == nullptr) return -1;
     if (v->kind != json::type::number || !is_integer(v->number) || v->number < 0 || v->number > 1e6)
         trace_fail(source, *v,
-                   "expected a non-negative integer for " + std::string(where) + "'" +
-                       std::string(key) + "', found " +
-                       (v->kind == json::type::number ? std::string("a non-integer number")
-                                                      : json::describe(v->kind)));
+                   "expected a non-negative integer (at most 10^6) for " + std::string(where) +
+                       "'" + std::string(key) + "', found " +
+                       (v->kind != json::type::number ? std::string(json::describe(v->kind))
+                        : is_integer(v->number)       ? number_text(v->number)
+                                                      : std::string("a non-integer number")));
     return static_cast<int>(v->number);
 }
 
@@ -154,6 +156,9 @@ inline void read_events(std::string_view source, std::size_t file_index, const j
                                json::describe(info->kind));
             file_rank = int_member(source, *info, "rank", "distributedInfo.");
             world_size = int_member(source, *info, "world_size", "distributedInfo.");
+            if (world_size == 0)
+                trace_fail(source, *info->find("world_size"),
+                           "expected a world_size of at least 1 in 'distributedInfo', found 0");
         }
         if (const json::value* own = doc.find("ppsched"); own && own->kind == json::type::object)
             if (const json::value* f = own->find("spans_after_input_waits"))
@@ -307,8 +312,26 @@ inline bool is_compute_kind(action_kind k) {
                                " appears in both " + files[static_cast<std::size_t>(rf)].source +
                                " and " + files[e.file].source);
     }
+    // A stated world size: the same in every file that states one, and above every rank.
     int stated_world = 0;
-    for (std::size_t f = 0; f < files.size(); ++f) stated_world = std::max(stated_world, world[f]);
+    std::size_t stated_in = 0;
+    for (std::size_t f = 0; f < files.size(); ++f) {
+        if (world[f] < 0) continue;
+        if (stated_world > 0 && world[f] != stated_world)
+            throw config_error("ppsched::io::read_pytorch_trace: " + files[stated_in].source +
+                               " states world_size " + std::to_string(stated_world) + " but " +
+                               files[f].source + " states " + std::to_string(world[f]));
+        stated_world = world[f];
+        stated_in = f;
+    }
+    if (stated_world > 0 && ranks > stated_world) {
+        for (const auto& e : events)
+            if (e.rank >= stated_world)
+                throw config_error("ppsched::io::read_pytorch_trace: " + files[e.file].source +
+                                   " holds rank " + std::to_string(e.rank) +
+                                   ", not below the world_size " + std::to_string(stated_world) +
+                                   " stated in " + files[stated_in].source);
+    }
     const int expected = std::max(ranks, stated_world);
     // The first 20 missing ranks are named, the rest counted (a world of a million ranks
     // would make a message of megabytes).
