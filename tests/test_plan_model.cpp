@@ -112,6 +112,32 @@ TEST_CASE("every mistake in a model file is a parse_error with its position", "[
     CHECK(error_of(R"({"memory_capacity": 1, "layers": [3]})") ==
           "m.json:1:35: expected an object (a layer), found a number");
     CHECK(error_of("{\"memory_capacity\": 1,}").find("m.json:1:23: expected a key") == 0);
+    // The embedding first and the loss last, once each: Megatron's layout has no other place
+    // for them (a review's model with two losses before the embedding got "LL|E").
+    const std::string layer = R"("F": 1, "B": 2, "activation": 0, "parameters": 0)";
+    auto model = [&](const std::string& layers) {
+        return R"({"memory_capacity": 1, "layers": [)" + layers + "]}";
+    };
+    auto of = [&](const std::string& kind, const std::string& extra = "") {
+        return R"({"kind": ")" + kind + R"(", )" + layer + extra + "}";
+    };
+    CHECK_THAT(error_of(model(of("loss", R"(, "count": 2)") + ", " + of("embedding"))),
+               Catch::Contains("a 'loss' layer must be the model's last layer, and only one"));
+    CHECK_THAT(error_of(model(of("decoder") + ", " + of("embedding"))),
+               Catch::Contains("an 'embedding' layer must be the model's first layer"));
+    CHECK_THAT(error_of(model(of("embedding") + ", " + of("loss") + ", " + of("decoder"))),
+               Catch::Contains("a 'loss' layer must be the model's last layer"));
+    CHECK_NOTHROW(ppsched::read_model_json(
+        model(of("embedding") + ", " + of("decoder", R"(, "count": 3)") + ", " + of("loss"))));
+    // Module names torchtitan gets twice: a template without {n} on a run, or two layers
+    // naming one module.
+    CHECK(error_of(model(of("decoder", R"(, "count": 2, "modules": ["a{x}"])"))) ==
+          "m.json:1:35: the module name 'a{x}' of layer 1 is also layer 0's: give each layer its "
+          "own, or '{n}' in a name shared by several layers (it counts them)");
+    CHECK_THAT(error_of(model(of("decoder", R"(, "modules": ["norm"])") + ", " + of("loss"))),
+               Catch::Contains("the module name 'norm' of layer 1 is also layer 0's"));
+    CHECK_NOTHROW(ppsched::read_model_json(
+        model(of("decoder", R"(, "count": 2, "modules": ["a{n}", "b{n}"])"))));
 }
 
 TEST_CASE("the shipped example models read", "[plan_model]") {

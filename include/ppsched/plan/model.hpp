@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -208,11 +209,35 @@ class model_reader {
             fail(arr,
                  std::string("expected an array for 'layers', found ") + json::describe(arr.kind));
         if (arr.items.empty()) fail(arr, "expected at least one layer in 'layers'");
-        for (const json::value& v : arr.items) {
+        // Module names as torchtitan gets them (`module_lists`): each must be one module.
+        std::map<std::string, int> per_template;
+        std::map<std::string, std::size_t> first_layer; // a name -> the layer that has it
+        for (std::size_t item = 0; item < arr.items.size(); ++item) {
+            const json::value& v = arr.items[item];
             long long count = 1;
             model_layer l = read_layer(v, count);
+            // Megatron's layout puts the embedding on the first stage and the loss on the
+            // last: a model with them elsewhere (or twice) has no layout, so it is refused.
+            if (l.kind == layer_kind::embedding && (item != 0 || count != 1))
+                fail(v, "an 'embedding' layer must be the model's first layer, and only one");
+            if (l.kind == layer_kind::loss && (item + 1 != arr.items.size() || count != 1))
+                fail(v, "a 'loss' layer must be the model's last layer, and only one");
             // A run of identical layers (`count`) is expanded: layers are few (hundreds).
-            for (long long k = 0; k < count; ++k) m.layers.push_back(l);
+            for (long long k = 0; k < count; ++k) {
+                for (const std::string& tmpl : l.modules) {
+                    std::string name = tmpl;
+                    if (const std::size_t at = name.find("{n}"); at != std::string::npos)
+                        name.replace(at, 3, std::to_string(per_template[tmpl]++));
+                    const auto [it, fresh] = first_layer.emplace(name, m.layers.size());
+                    if (!fresh)
+                        fail(v, "the module name '" + name + "' of layer " +
+                                    std::to_string(m.layers.size()) + " is also layer " +
+                                    std::to_string(it->second) +
+                                    "'s: give each layer its own, or '{n}' in a name shared "
+                                    "by several layers (it counts them)");
+                }
+                m.layers.push_back(l);
+            }
         }
     }
 
