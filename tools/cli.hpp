@@ -101,11 +101,42 @@ struct command_help {
         width = n.size() > width ? n.size() : width;
         names.push_back(std::move(n));
     }
+    // A description wraps at 100 columns (and at each '\n' in it), its lines under its first.
     auto line = [&](std::string_view n, std::string_view text) {
+        const std::size_t indent = width + 4;
+        const std::size_t room = indent + 30 < 100 ? 100 - indent : 30;
         out += "  ";
         out += n;
         out.append(width - n.size() + 2, ' ');
-        out += text;
+        std::size_t used = 0;
+        while (!text.empty()) {
+            const std::size_t brk = text.find('\n');
+            const std::string_view para = text.substr(0, brk);
+            text = brk == std::string_view::npos ? std::string_view{} : text.substr(brk + 1);
+            std::size_t at = 0;
+            while (at < para.size()) {
+                std::size_t end = para.find(' ', at);
+                if (end == std::string_view::npos) end = para.size();
+                const std::string_view word = para.substr(at, end - at);
+                if (used > 0 && used + 1 + word.size() > room) {
+                    out += '\n';
+                    out.append(indent, ' ');
+                    used = 0;
+                }
+                if (used > 0) {
+                    out += ' ';
+                    ++used;
+                }
+                out += word;
+                used += word.size();
+                at = end + 1;
+            }
+            if (!text.empty()) {
+                out += '\n';
+                out.append(indent, ' ');
+                used = 0;
+            }
+        }
         out += '\n';
     };
     for (std::size_t i = 0; i < names.size(); ++i) {

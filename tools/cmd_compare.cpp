@@ -41,10 +41,10 @@ constexpr std::array<option, 11> compare_own_options{{
      "also draw them, by makespan, on one time axis into an SVG file ('-': stdout)"},
     {"--max-boxes", "N", "with --output: draw at most N actions in all (default 1000000)"},
     {"--memory-limit", "X",
-     "drop schedules whose peak memory per rank (activations + parameters, in the units of\n"
+     "drop schedules whose peak memory per rank (activations + parameters, in the units of "
      "--activation) exceeds X; memory-aware schedules plan with it"},
     {"--tune-time", "S",
-     "with per-stage costs (a cost file with one entry per stage, or --model --layout): also\n"
+     "with per-stage costs (a cost file with one entry per stage, or --model --layout): also "
      "the order 'ppsched tune' finds in S seconds per placement (default 1; 0: none)"},
 }};
 
@@ -181,6 +181,10 @@ compare_request read_request(const args& a) {
     q.output_path = a.value("--output");
     if (a.has("--max-boxes") && !q.output_path)
         throw usage_error("--max-boxes needs --output (nothing is drawn without it)");
+    if (q.output_path == "-" && a.has("--format") && q.format != "none")
+        throw usage_error("--output - writes the picture to standard output, which leaves no "
+                          "room for the " +
+                          q.format + " report: give --output a file name");
     // Every picture together: at least a forward and a backward per stage and microbatch of
     // each schedule tried (about 20), checked before anything is simulated.
     if (q.output_path && 2LL * q.p * q.m * q.v_min > q.max_boxes)

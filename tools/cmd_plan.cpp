@@ -76,7 +76,11 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
     const int microbatches = static_cast<int>(a.integer("--microbatches", 1, 1 << 20, 1));
     plan_options opts;
     opts.max_stages_per_rank = static_cast<int>(a.integer("--max-stages-per-rank", 1, 16, 4));
-    if (auto t = a.value("--time-limit")) opts.time_limit = parse_number(*t, "--time-limit");
+    if (auto t = a.value("--time-limit")) {
+        opts.time_limit = parse_number(*t, "--time-limit");
+        // As tune's: a deadline past 1e7 s is no limit, and far beyond it the clock overflows.
+        if (!(opts.time_limit <= 1e7)) throw usage_error("--time-limit must be <= 1e7 seconds");
+    }
     opts.max_evaluations =
         static_cast<std::uint64_t>(a.integer("--max-evaluations", 1, 1LL << 40, 0));
     opts.fused_backward = a.has("--fused");

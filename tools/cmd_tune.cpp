@@ -159,8 +159,8 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
     }
     row("started from", format_number(r.start_makespan), r.start);
     row("searched", std::to_string(r.evaluations) + " orders",
-        "and " + std::to_string(r.exact_nodes) + " exact-search nodes (" +
-            std::to_string(r.beam_nodes) + " in beams) in " + seconds(r.elapsed) +
+        "and " + std::to_string(r.exact_nodes) + " exact-search and " +
+            std::to_string(r.beam_nodes) + " beam nodes in " + seconds(r.elapsed) +
             " s, stopped: " + std::string(to_string_view(r.stopped)));
     out += "\n";
     const std::array<std::string, 4> head{"rank", "busy", "idle", "peak memory"};
@@ -246,6 +246,12 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     const auto picture_path = a.value("--picture");
     expect_distinct_files(a, {"--output", "--picture"});
     const tune_problem problem = read_problem(a);
+    for (const char* flag : {"--unshard", "--reduce-grad"})
+        if (a.has(flag))
+            out.err += std::string("ppsched: warning: ") + flag +
+                       " times an action on the communication stream, which tune's compute-only "
+                       "orders do not hold: it changes nothing here (lower the order to place "
+                       "it)\n";
     tune_options options;
     if (auto text = a.value("--time-limit")) {
         options.time_limit = parse_number(*text, "--time-limit");

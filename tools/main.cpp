@@ -58,6 +58,9 @@ int run(std::span<const std::string> argv) {
         return exit_ok;
     }
     if (first == "--version" || first == "-V") {
+        if (argv.size() > 1)
+            return fail("--version takes no argument, got '" + printable(argv[1]) + "'",
+                        "Run 'ppsched --help' for usage.");
         std::cout << "ppsched " PPSCHED_VERSION "\n";
         return exit_ok;
     }

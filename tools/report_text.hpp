@@ -75,7 +75,8 @@ inline void append_simulation_summary(std::string& out, const simulation& sim) {
     append_labelled_row(out, "makespan", format_number(sim.makespan));
     append_labelled_row(out, "ideal", format_number(sim.ideal),
                         "total compute " + format_number(sim.total_compute) + " / " +
-                            std::to_string(sim.ranks.size()) + " ranks");
+                            std::to_string(sim.ranks.size()) +
+                            (sim.ranks.size() == 1 ? " rank" : " ranks"));
     append_labelled_row(out, "bubble ratio", format_number(sim.bubble_ratio),
                         "(makespan - ideal) / ideal");
     append_labelled_row(out, "bubble", format_number(100 * sim.bubble_fraction) + " %",

@@ -67,13 +67,14 @@ inline void check_slot_budget(const config& cfg, long long budget, const std::st
     if (!(slots > static_cast<double>(budget))) return;
     const std::string count = slots < 9e18 ? std::to_string(static_cast<long long>(slots))
                                            : ppsched::detail::text::general_number(slots);
-    throw usage_error("the order of " + std::to_string(cfg.ranks) + " ranks x " +
-                      std::to_string(cfg.stages_per_rank) + " stages per rank x " +
-                      std::to_string(cfg.microbatches) + " microbatches may take up to " + count +
-                      " slots (3 actions per stage and microbatch, plus up to about 7 x ranks x "
-                      "stages per rank idle steps in each rank's row of PyTorch's step table), "
-                      "more than " +
-                      limit);
+    throw usage_error(
+        "the order of " + counted(cfg.ranks, "rank", "ranks") + " x " +
+        counted(cfg.stages_per_rank, "stage", "stages") + " per rank x " +
+        counted(cfg.microbatches, "microbatch", "microbatches") + " may take up to " + count +
+        " slots (up to 3 actions per stage and microbatch, plus up to about 7 x ranks x "
+        "stages per rank idle steps in each rank's row of PyTorch's step table), "
+        "more than " +
+        limit);
 }
 
 inline constexpr option max_actions_option{

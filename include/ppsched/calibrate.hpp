@@ -631,12 +631,13 @@ inline stream stream_of(action_kind k) {
         return std::string(buf);
     };
     const config& cfg = c.executed.cfg();
-    std::string out = "calibrated: " + std::to_string(cfg.ranks) + " ranks, " +
-                      std::to_string(cfg.stages_per_rank) + " stages per rank (" +
-                      std::string(to_string_view(cfg.placement)) + "), " +
-                      std::to_string(cfg.microbatches) + " microbatches; " +
-                      std::to_string(r.iterations) + " iterations (iteration " +
-                      std::to_string(r.shown_iteration) + ", the median step, is compared)\n";
+    std::string out =
+        "calibrated: " + std::to_string(cfg.ranks) + (cfg.ranks == 1 ? " rank, " : " ranks, ") +
+        std::to_string(cfg.stages_per_rank) + (cfg.stages_per_rank == 1 ? " stage" : " stages") +
+        " per rank (" + std::string(to_string_view(cfg.placement)) + "), " +
+        std::to_string(cfg.microbatches) + " microbatches; " + std::to_string(r.iterations) +
+        " iterations (iteration " + std::to_string(r.shown_iteration) +
+        ", the median step, is compared)\n";
     out += "\ncosts (median per stage and kind; spread = 1.4826 x MAD)\n";
     out += "  stage kind   samples  median      min         max         spread      outliers\n";
     for (const auto& f : r.fits) {
@@ -662,15 +663,21 @@ inline stream stream_of(action_kind k) {
     out += "clock offsets:";
     for (std::size_t k = 0; k < r.clock_offsets.size(); ++k)
         out += " rank " + std::to_string(k) + " " + num(r.clock_offsets[k]);
-    out += " (trace units)\n";
+    out += " (microseconds, the trace's own unit)\n";
     out += "\nstep time: measured " + num(r.measured_step);
     if (r.measured_steps.size() > 1) {
         const auto [lo, hi] = std::minmax_element(r.measured_steps.begin(), r.measured_steps.end());
         out += " (iterations " + num(*lo) + " .. " + num(*hi) + ")";
     }
     if (r.valid) {
+        // Differences within rounding of the sums print as 0, not as 1e-14.
+        auto rounded = [](double d, double of) {
+            return std::fabs(d) <= 1e-9 * std::max(1.0, std::fabs(of)) ? 0.0 : d;
+        };
         const double err =
-            r.measured_step > 0 ? 100 * (r.predicted_step - r.measured_step) / r.measured_step : 0;
+            r.measured_step > 0
+                ? rounded(100 * (r.predicted_step - r.measured_step) / r.measured_step, 100)
+                : 0;
         out += ", predicted " + num(r.predicted_step) + " (" + (err >= 0 ? "+" : "") + num(err) +
                " %)\n";
         if (r.predicted_step_mean > 0)
@@ -690,7 +697,7 @@ inline stream stream_of(action_kind k) {
             out += "  rank " + std::to_string(d.rank) + " " + to_string(d.act) + ": measured " +
                    num(d.measured_end) + ", predicted " + num(d.predicted_end) + " (" +
                    (d.predicted_end >= d.measured_end ? "+" : "") +
-                   num(d.predicted_end - d.measured_end) + ")\n";
+                   num(rounded(d.predicted_end - d.measured_end, d.measured_end)) + ")\n";
     } else {
         out += "\nno replay: " + r.problem + "\n";
     }

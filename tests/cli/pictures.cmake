@@ -170,3 +170,8 @@ if(PPSCHED_XMLLINT AND PPSCHED_RSVG)
            COMMAND ${PPSCHED_BASH} ${PROJECT_SOURCE_DIR}/scripts/update-pictures.sh --check
                    --tool $<TARGET_FILE:ppsched-cli>)
 endif()
+# --output - is the picture on standard output: a report asked for as well has no room there.
+ppsched_cli_test(compare_output_stdout_with_json 2 STDERR_HAS "no room for the json report"
+                 ARGS compare --ranks 2 --microbatches 4 --output - --format json)
+ppsched_cli_test(compare_output_stdout 0 STDOUT_HAS "<svg"
+                 ARGS compare --ranks 2 --microbatches 4 --output -)

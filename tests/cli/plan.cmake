@@ -2,6 +2,8 @@
 set(tiny ${data}/model_tiny.json)
 set(plan_fast --time-limit 2 --max-evaluations 200)
 ppsched_cli_test(plan_help 0 STDOUT_HAS "--max-stages-per-rank" ARGS plan --help)
+ppsched_cli_test(plan_time_limit_too_large 2 STDERR_HAS "--time-limit must be <= 1e7"
+                 ARGS plan ${tiny} --ranks 2 --microbatches 4 --time-limit 1e300)
 ppsched_cli_test(plan_text 0 STDOUT_HAS "--pipeline-model-parallel-layout \""
                  ARGS plan ${tiny} --ranks 2 --microbatches 4 ${plan_fast})
 ppsched_cli_test(plan_torchtitan 0 STDOUT_HAS "[[\"tok_embeddings\""

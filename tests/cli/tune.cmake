@@ -45,7 +45,7 @@ ppsched_cli_json_test(tune_exact_phase
 ppsched_cli_json_test(tune_exact_phase_off
   "d['exact_nodes'] == 0 and not d['bound']['exact_complete'] and d['bound']['search'] == 0"
   tune --ranks 4 --microbatches 4 --stages-per-rank 2 --w 0.5 --exact-nodes 0 --quiet --format json)
-ppsched_cli_test(tune_exact_phase_text 0 STDOUT_HAS "exact-search nodes"
+ppsched_cli_test(tune_exact_phase_text 0 STDOUT_HAS "exact-search and "
                  ARGS tune --ranks 4 --microbatches 4 --stages-per-rank 2 --w 0.5 --quiet)
 ppsched_cli_test(tune_bad_exact_nodes 2 STDERR_HAS "--exact-nodes"
                  ARGS tune --ranks 2 --microbatches 2 --exact-nodes -1)
@@ -175,3 +175,6 @@ ppsched_cli_test(compare_one_rank_singular 0 STDOUT_HAS "1 rank, 1 microbatch; t
 ppsched_cli_json_test(tune_overlap_bound
   "d['lower_bound'] <= d['makespan'] and not d['optimal'] and d['best_builtin']['name'] == '1f1b_overlap' and all(d['lower_bound'] <= c['makespan'] for c in d['candidates'] if c['fits'])"
   tune --ranks 4 --microbatches 8 --overlap 1 --max-evaluations 2000 --quiet --format json)
+# Communication-stream costs cannot change a compute-only order: said, not silently dropped.
+ppsched_cli_test(tune_comm_stream_flags_warned 0 STDERR_HAS "--unshard times an action on the communication stream"
+                 ARGS tune --ranks 2 --microbatches 2 --unshard 1 --quiet)

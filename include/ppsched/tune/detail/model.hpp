@@ -115,11 +115,13 @@ struct model {
     check(cfg);
     p.costs.check();
     const int stages = cfg.num_stages();
-    PPSCHED_EXPECTS(
-        p.costs.per_stage.empty() || p.costs.per_stage.size() == static_cast<std::size_t>(stages),
-        "ppsched::tune: the cost model has ", p.costs.per_stage.size(),
-        " per-stage entries but the problem has ", stages, " stages (", p.ranks, " ranks x ",
-        p.stages_per_rank, " stages per rank); give one entry per stage or none");
+    PPSCHED_EXPECTS(p.costs.per_stage.empty() ||
+                        p.costs.per_stage.size() == static_cast<std::size_t>(stages),
+                    "ppsched::tune: the cost model has ", p.costs.per_stage.size(),
+                    " per-stage entries but the problem has ", stages, " stages (", p.ranks,
+                    p.ranks == 1 ? " rank x " : " ranks x ", p.stages_per_rank,
+                    p.stages_per_rank == 1 ? " stage" : " stages",
+                    " per rank); give one entry per stage or none");
     PPSCHED_EXPECTS(finite_non_negative(p.costs.message_time()),
                     "ppsched::tune: the message time (p2p latency + transfer) must be finite");
     model m;
