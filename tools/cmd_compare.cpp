@@ -369,7 +369,12 @@ int write_comparison(const compare_request& q, const comparison& c, output& out)
         }
         write_output_file(*q.output_path, picture(q, c.results));
     }
-    if (q.format == "text") out.out = text_report(q.p, q.m, q.limit, c.results, c.rejected);
+    if (q.format == "text") {
+        out.out = text_report(q.p, q.m, q.limit, c.results, c.rejected);
+        if (q.from_model)
+            if (const auto at = out.out.find(memory_unit_note); at != std::string::npos)
+                out.out.replace(at, memory_unit_note.size(), model_memory_note);
+    }
     if (q.per_stage && q.format == "text") {
         const std::string share = "the costs are a rank's share of the model";
         if (const auto at = out.out.find(share); at != std::string::npos)

@@ -61,7 +61,7 @@ constexpr command_help simulate_help{
         "Exit status 1 when the order deadlocks or cannot be simulated (the reason on stderr).",
 };
 
-std::string text_report(const std::string& title, const simulation& sim) {
+std::string text_report(const std::string& title, const simulation& sim, bool from_model) {
     std::string out = title + "\n";
     append_simulation_summary(out, sim);
     out += "\n";
@@ -75,7 +75,7 @@ std::string text_report(const std::string& title, const simulation& sim) {
              format_number(r.peak_activations) + " (" + format_number(r.peak_activations_at) + ")",
              format_number(r.peak_memory)});
     append_aligned_table(out, rows);
-    out += memory_unit_note;
+    out += memory_note(from_model);
     return out;
 }
 
@@ -144,7 +144,7 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
         out.err = bad;
         return exit_failure;
     }
-    if (format == "text") out.out = text_report(title, sim);
+    if (format == "text") out.out = text_report(title, sim, a.has("--model"));
     if (format == "json") out.out = json_report(sim, a.has("--timeline"));
     if (auto text = a.value("--memory-limit")) {
         const double limit = parse_number(*text, "--memory-limit");

@@ -21,6 +21,16 @@ inline constexpr std::string_view memory_unit_note =
     "  memory: in memory units (--activation, --parameters; default 1 = one microbatch's "
     "activations of one stage)\n";
 
+/// The note instead of `memory_unit_note` where the costs come from a model file (`--model`),
+/// whose activations and parameters are in GB.
+inline constexpr std::string_view model_memory_note =
+    "  memory: in GB, the model file's unit (--model)\n";
+
+/// `model_memory_note` or `memory_unit_note`.
+[[nodiscard]] inline std::string_view memory_note(bool from_model) {
+    return from_model ? model_memory_note : memory_unit_note;
+}
+
 /// A number for people: up to 6 significant digits (`12.5`, `0.333333`).
 [[nodiscard]] inline std::string format_number(double v) {
     return ppsched::detail::text::general_number(v);

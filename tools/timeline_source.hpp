@@ -56,10 +56,11 @@ template <std::size_t N>
 
 /// What the source options produced.
 struct loaded_timeline {
-    io::chart chart;     ///< what to draw (with `--steps`: the step layout)
-    simulation timed;    ///< the timed simulation (the summary's numbers)
-    std::string problem; ///< non-empty when the order deadlocks or cannot be simulated
-    cost_model costs;    ///< the costs `timed` was simulated with
+    io::chart chart;         ///< what to draw (with `--steps`: the step layout)
+    simulation timed;        ///< the timed simulation (the summary's numbers)
+    std::string problem;     ///< non-empty when the order deadlocks or cannot be simulated
+    cost_model costs;        ///< the costs `timed` was simulated with
+    bool from_model = false; ///< the costs come from a model file (`--model`): memory in GB
 };
 
 namespace detail {
@@ -100,6 +101,7 @@ inline std::string describe_costs(const cost_model& costs) {
     out.chart.cfg = o.cfg();
     out.timed = simulate(o, costs);
     out.costs = costs;
+    out.from_model = a.has("--model");
     if (!out.timed) {
         out.problem = describe_problem(out.timed);
         return out;
@@ -155,7 +157,7 @@ inline std::string describe_costs(const cost_model& costs) {
                         format_number(100 * r.bubble_fraction) + " %",
                         format_number(r.peak_activations), format_number(r.peak_memory)});
     append_aligned_table(out, rows);
-    out += memory_unit_note;
+    out += memory_note(t.from_model);
     return out;
 }
 

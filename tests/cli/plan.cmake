@@ -34,7 +34,7 @@ add_test(NAME cli.plan_output_roundtrip
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/plan_output.cmake.in)
 
 # --model --layout: the split a user runs today.
-ppsched_cli_test(simulate_model_layout 0 STDOUT_HAS "makespan"
+ppsched_cli_test(simulate_model_layout 0 STDOUT_HAS "memory: in GB, the model file's unit"
                  ARGS simulate 1F1B --ranks 2 --microbatches 4 --model ${tiny} --layout "Et*4|t*4L")
 ppsched_cli_test(simulate_model_layout_interleaved 0 STDOUT_HAS "2 stages per rank"
                  ARGS simulate Interleaved1F1B --ranks 2 --microbatches 4 --model ${tiny}
@@ -42,6 +42,8 @@ ppsched_cli_test(simulate_model_layout_interleaved 0 STDOUT_HAS "2 stages per ra
 ppsched_cli_test(render_model_layout 0 STDOUT_HAS "makespan"
                  ARGS render 1F1B --ranks 2 --microbatches 4 --model ${tiny} --layout "Et*4|t*4L"
                       --output -)
+ppsched_cli_test(compare_model_layout_memory_unit 0 STDOUT_HAS "memory: in GB, the model file's unit"
+                 ARGS compare --ranks 2 --microbatches 4 --model ${tiny} --layout "Et*4|t*4L")
 ppsched_cli_test(compare_model_layout 0 STDOUT_HAS "per-stage costs of --model --layout"
                  ARGS compare --ranks 2 --microbatches 4 --model ${tiny} --layout "Et*4|t*4L")
 ppsched_cli_test(simulate_layout_without_model 2 STDERR_HAS "--layout needs --model"
