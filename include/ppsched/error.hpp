@@ -59,11 +59,36 @@ void append_piece(std::string& out, T v) {
     return out;
 }
 
-/// `text` fit for a one-line message: control characters and bytes >= 0x7f escaped (`\n`,
-/// `\x1b`), and cut to `max_length` characters with `...` (an input echoed in an error must
-/// not move the terminal's cursor or fill the screen).
+/// The length of the well-formed UTF-8 character at `text[i]` (a byte >= 0x80), or 0.
+[[nodiscard]] inline std::size_t utf8_length(std::string_view text, std::size_t i) {
+    const auto at = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char c = at(i);
+    const std::size_t n = c >= 0xC2 && c <= 0xDF   ? 2
+                          : c >= 0xE0 && c <= 0xEF ? 3
+                          : c >= 0xF0 && c <= 0xF4 ? 4
+                                                   : 0;
+    if (n == 0 || i + n > text.size()) return 0;
+    for (std::size_t k = 1; k < n; ++k)
+        if ((at(i + k) & 0xC0) != 0x80) return 0;
+    const unsigned char d = at(i + 1);
+    // Overlong forms, surrogates and code points above U+10FFFF.
+    if ((c == 0xE0 && d < 0xA0) || (c == 0xED && d > 0x9F) || (c == 0xF0 && d < 0x90) ||
+        (c == 0xF4 && d > 0x8F))
+        return 0;
+    return n;
+}
+
+/// `text` fit for a one-line message: control characters (`\n`, `\x1b`, DEL) and bytes that
+/// are not UTF-8 escaped, and cut to `max_length` bytes with `...` (an input echoed in an error
+/// must not move the terminal's cursor, fill the screen or break the terminal's decoding).
 [[nodiscard]] inline std::string printable(std::string_view text, std::size_t max_length = 80) {
     std::string out;
+    const auto escape = [&out](unsigned char c) {
+        constexpr char hex[] = "0123456789abcdef";
+        out += "\\x";
+        out += hex[c >> 4];
+        out += hex[c & 0xF];
+    };
     for (std::size_t i = 0; i < text.size(); ++i) {
         if (out.size() >= max_length) {
             out += "...";
@@ -77,12 +102,15 @@ void append_piece(std::string& out, T v) {
         } else if (c == '\t') {
             out += "\\t";
         } else if (c < 0x20 || c == 0x7f) {
-            constexpr char hex[] = "0123456789abcdef";
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 0xF];
-        } else {
+            escape(c);
+        } else if (c < 0x80) {
             out += static_cast<char>(c);
+        } else if (const std::size_t n = utf8_length(text, i); n > 0) {
+            // A whole UTF-8 character (never cut by the length limit).
+            out.append(text.substr(i, n));
+            i += n - 1;
+        } else {
+            escape(c); // not UTF-8: shown as a byte, not as a broken character
         }
     }
     return out;

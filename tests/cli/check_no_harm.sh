@@ -145,6 +145,11 @@ grep -q $'\x1b' "$tmp/err" && fail "the message echoes an escape character"
 [[ $(wc -c <"$tmp/err") -lt 400 ]] || fail "the message is not cut ($(wc -c <"$tmp/err") bytes)"
 expect 2 "control characters in a command" "$tool" $'frob\x1b[2Jnicate'
 grep -q $'\x1b' "$tmp/err" && fail "the message echoes an escape character"
+# Bytes that are not UTF-8 are escaped; UTF-8 text is echoed as it is.
+expect 2 "a command that is not UTF-8" "$tool" $'frob\xff\xc3nicate'
+grep -q 'frob\\xff\\xc3nicate' "$tmp/err" || fail "bytes that are not UTF-8 are not escaped ($(cat "$tmp/err"))"
+expect 2 "a command in UTF-8" "$tool" 'frobnicaté'
+grep -q 'frobnicaté' "$tmp/err" || fail "UTF-8 is not echoed as it is ($(cat "$tmp/err"))"
 mkdir "$tmp/adir"
 expect 2 "--costs DIR" "$tool" simulate 1F1B --ranks 2 --microbatches 2 --costs "$tmp/adir"
 grep -q 'is a directory' "$tmp/err" || fail "--costs DIR does not say it is a directory"
