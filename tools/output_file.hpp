@@ -104,6 +104,10 @@ inline void expect_distinct_files(const args& a, std::initializer_list<std::stri
     for (const std::string_view flag : flags) {
         const auto path = a.value(flag);
         if (!path) continue;
+        // A device or FIFO (`/dev/null` twice) is written through, once per output.
+        std::error_code ec;
+        const std::filesystem::file_status st = std::filesystem::status(*path, ec);
+        if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) continue;
         for (const std::string& other : seen)
             if (detail::same_file(other, *path))
                 throw usage_error("two outputs name the same file, " + printable(*path));

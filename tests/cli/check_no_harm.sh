@@ -207,6 +207,8 @@ expect 2 "tune with one file for two outputs" "$tool" tune --ranks 2 --microbatc
   --output "$tmp/same.x" --picture "$tmp/./same.x"
 grep -q "the same file" "$tmp/err" || fail "tune: two outputs in one file: no reason given"
 [[ -e $tmp/same.x ]] && fail "tune: two outputs in one file: something was written"
+expect 0 "tune with both outputs into /dev/null" "$tool" tune --ranks 2 --microbatches 2 --quiet \
+  --output /dev/null --picture /dev/null
 # /dev/stdout through a pipe: the descriptor's link names no path, the link itself opens.
 "$tool" trace 1F1B --ranks 2 --microbatches 2 --output /dev/stdout 2>"$tmp/err" | cat >"$tmp/piped"
 grep -q '"traceEvents"' "$tmp/piped" || fail "--output /dev/stdout into a pipe wrote nothing ($(cat "$tmp/err"))"
