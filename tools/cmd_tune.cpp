@@ -295,18 +295,23 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
                                       false, ""});
         };
         if (!r.best_builtin.empty()) add_builtin(r.best_builtin);
+        const std::size_t with_best = charts.size();
         if (r.best_builtin != "1F1B" && problem.placement == stage_placement::loop &&
             problem.stages_per_rank == 1)
             add_builtin("1F1B");
+        const bool best_drawn = with_best > 1, reference_drawn = charts.size() > with_best;
         io::svg_options opts;
         opts.title =
             "ppsched tune: " + counted(problem.ranks, "rank", "ranks") + ", " +
             counted(problem.microbatches, "microbatch", "microbatches") +
             (problem.memory_limit ? ", memory limit " + format_number(*problem.memory_limit) : "");
-        opts.subtitle =
-            "the tuned order, the best built-in schedule that fits, and 1F1B for reference; lower "
-            "bound " +
-            format_number(r.bound.value);
+        // What is drawn: the best built-in only where one fits, 1F1B only on a loop of one
+        // stage per rank (where it is not the best already).
+        opts.subtitle = std::string("the tuned order") +
+                        (best_drawn ? ", the best built-in schedule that fits"
+                                    : " (no built-in schedule fits)") +
+                        (reference_drawn ? ", and 1F1B for reference" : "") + "; lower bound " +
+                        format_number(r.bound.value);
         files.emplace_back(*picture_path, io::write_svg(charts, opts));
     }
     std::vector<std::pair<std::string, std::string_view>> views;

@@ -178,3 +178,7 @@ ppsched_cli_json_test(tune_overlap_bound
 # Communication-stream costs cannot change a compute-only order: said, not silently dropped.
 ppsched_cli_test(tune_comm_stream_flags_warned 0 STDERR_HAS "--unshard times an action on the communication stream"
                  ARGS tune --ranks 2 --microbatches 2 --unshard 1 --quiet)
+# The picture's subtitle says what is drawn (no built-in, or no 1F1B, where there is none).
+add_test(NAME cli.tune_picture_subtitle
+         COMMAND ${PPSCHED_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/check_tune_picture.sh
+                 $<TARGET_FILE:ppsched-cli>)
