@@ -110,6 +110,16 @@ tune_problem read_problem(const args& a) {
             throw usage_error("--backward must be split or fused, got '" + *text + "'");
     }
     p.costs = read_cost_options(a);
+    // Said here, with the file's name (tune itself would say it too, without the file).
+    const auto stages =
+        static_cast<std::size_t>(p.ranks) * static_cast<std::size_t>(p.stages_per_rank);
+    if (!p.costs.per_stage.empty() && p.costs.per_stage.size() != stages)
+        throw usage_error(printable(a.value("--costs").value_or("the cost file")) + " gives " +
+                          std::to_string(p.costs.per_stage.size()) +
+                          " per-stage entries but the problem has " + std::to_string(stages) +
+                          " stages (" + counted(p.ranks, "rank", "ranks") + " x " +
+                          counted(p.stages_per_rank, "stage", "stages") +
+                          " per rank): give one entry per stage, or --stages-per-rank to match");
     if (auto text = a.value("--memory-limit"))
         p.memory_limit = parse_number(*text, "--memory-limit");
     return p;

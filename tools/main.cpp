@@ -38,6 +38,22 @@ std::string main_help() {
     return out;
 }
 
+// A library error without the C++ function that raised it ("ppsched::tune: the memory
+// limit ..." -> "the memory limit ..."): a user of the tool has no use for it.
+std::string_view without_function(std::string_view message) {
+    constexpr std::string_view prefix = "ppsched::";
+    if (message.substr(0, prefix.size()) != prefix) return message;
+    std::size_t at = prefix.size();
+    while (at < message.size() &&
+           ((message[at] >= 'a' && message[at] <= 'z') || message[at] == '_' ||
+            message[at] == ':' || (message[at] >= '0' && message[at] <= '9')))
+        ++at;
+    // "ppsched::io::read_pytorch_trace: " ends at the last ':' before the space.
+    if (at + 1 < message.size() && message[at] == ' ' && message[at - 1] == ':')
+        return message.substr(at + 1);
+    return message;
+}
+
 int fail(std::string_view message, std::string_view hint = {}) {
     std::string text = "ppsched: error: " + std::string(message) + "\n";
     if (!hint.empty()) text += std::string(hint) + "\n";
@@ -87,9 +103,9 @@ int run(std::span<const std::string> argv) {
     } catch (const output_error& e) {
         return fail(e.what());
     } catch (const ppsched::parse_error& e) {
-        return fail(e.what());
+        return fail(without_function(e.what()));
     } catch (const ppsched::config_error& e) {
-        return fail(e.what());
+        return fail(without_function(e.what()));
     }
     // Only now, with the whole output built, does anything reach stdout.
     std::cout << out.out << std::flush;

@@ -145,6 +145,10 @@ grep -q $'\x1b' "$tmp/err" && fail "the message echoes an escape character"
 [[ $(wc -c <"$tmp/err") -lt 400 ]] || fail "the message is not cut ($(wc -c <"$tmp/err") bytes)"
 expect 2 "control characters in a command" "$tool" $'frob\x1b[2Jnicate'
 grep -q $'\x1b' "$tmp/err" && fail "the message echoes an escape character"
+# A library's error reaches the user without the C++ function that raised it.
+expect 2 "an impossible memory limit" "$tool" tune --ranks 2 --microbatches 2 --memory-limit 0.5
+grep -q '^ppsched: error: the memory limit 0.5 is below' "$tmp/err" || fail "tune's error: $(cat "$tmp/err")"
+grep -q 'ppsched::' "$tmp/err" && fail "an error names a C++ function: $(cat "$tmp/err")"
 # Bytes that are not UTF-8 are escaped; UTF-8 text is echoed as it is.
 expect 2 "a command that is not UTF-8" "$tool" $'frob\xff\xc3nicate'
 grep -q 'frob\\xff\\xc3nicate' "$tmp/err" || fail "bytes that are not UTF-8 are not escaped ($(cat "$tmp/err"))"

@@ -84,7 +84,7 @@ endforeach()
 # Impossible problems and bad usage: exit 2 with a message, nothing on stdout.
 ppsched_cli_test(tune_memory_below_least 2 STDERR_HAS "below the least any order needs: rank 0 needs 2"
                  ARGS tune --ranks 4 --microbatches 8 --stages-per-rank 2 --memory-limit 1.5)
-ppsched_cli_test(tune_costs_wrong_length 2 STDERR_HAS "8 per-stage entries but the problem has 4 stages"
+ppsched_cli_test(tune_costs_wrong_length 2 STDERR_HAS "costs_uneven_8.json gives 8 per-stage entries but the problem has 4 stages"
                  ARGS tune --ranks 4 --microbatches 8 --costs ${uneven})
 ppsched_cli_test(tune_costs_ragged 2 STDERR_HAS "'B' has 4 entries but 'F' has 3"
                  ARGS tune --ranks 4 --microbatches 8 --costs ${data}/costs_ragged_4.json)
