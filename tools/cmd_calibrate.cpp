@@ -131,9 +131,7 @@ int cmd_calibrate(std::span<const std::string> argv, output& out) {
                      ", " + counted(c.executed.cfg().microbatches, "microbatch", "microbatches");
         files.emplace_back(*p, io::write_svg(std::span<const io::chart>(charts), opts));
     }
-    std::vector<std::pair<std::string, std::string_view>> views;
-    for (const auto& [path, text] : files) views.emplace_back(path, text);
-    write_output_files(views); // all or none
+    write_output_files(files); // all or none
     out.out = report;
     for (const auto& [path, text] : files) out.out += "wrote " + path + "\n";
     return exit_ok;

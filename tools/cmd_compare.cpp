@@ -86,8 +86,8 @@ std::string reason_of(const std::string& message) {
 }
 
 std::string text_report(int p, int m, const std::optional<double>& limit,
-                        const std::vector<result>& results,
-                        const std::vector<rejection>& rejected) {
+                        const std::vector<result>& results, const std::vector<rejection>& rejected,
+                        bool from_model) {
     std::string out = counted(p, "rank", "ranks") + ", " +
                       counted(m, "microbatch", "microbatches") +
                       "; the costs are a rank's share of the model";
@@ -101,7 +101,7 @@ std::string text_report(int p, int m, const std::optional<double>& limit,
                         format_number(100 * r.sim.bubble_fraction) + " %",
                         format_number(r.peak_activations), format_number(r.peak_memory)});
     append_aligned_table(out, rows);
-    out += memory_unit_note;
+    out += memory_note(from_model);
     if (!rejected.empty()) {
         out += "\nnot applicable:\n";
         for (const auto& r : rejected) out += "  " + r.schedule + ": " + r.reason + "\n";
@@ -369,12 +369,8 @@ int write_comparison(const compare_request& q, const comparison& c, output& out)
         }
         write_output_file(*q.output_path, picture(q, c.results));
     }
-    if (q.format == "text") {
-        out.out = text_report(q.p, q.m, q.limit, c.results, c.rejected);
-        if (q.from_model)
-            if (const auto at = out.out.find(memory_unit_note); at != std::string::npos)
-                out.out.replace(at, memory_unit_note.size(), model_memory_note);
-    }
+    if (q.format == "text")
+        out.out = text_report(q.p, q.m, q.limit, c.results, c.rejected, q.from_model.has_value());
     if (q.per_stage && q.format == "text") {
         const std::string share = "the costs are a rank's share of the model";
         if (const auto at = out.out.find(share); at != std::string::npos)

@@ -324,9 +324,7 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
                         format_number(r.bound.value);
         files.emplace_back(*picture_path, io::write_svg(charts, opts));
     }
-    std::vector<std::pair<std::string, std::string_view>> views;
-    for (const auto& [path, text] : files) views.emplace_back(path, text);
-    write_output_files(views); // all or none
+    write_output_files(files); // all or none
     if (format == "text") out.out = text_report(problem, r, sim, csv_path, picture_path);
     if (format == "json") out.out = json_report(problem, r, sim);
     return exit_ok;

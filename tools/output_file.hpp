@@ -198,6 +198,13 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
     }
 }
 
+/// `write_output_files` of (path, text) pairs that own their texts.
+inline void write_output_files(const std::vector<std::pair<std::string, std::string>>& files) {
+    std::vector<std::pair<std::string, std::string_view>> views;
+    for (const auto& [path, text] : files) views.emplace_back(path, text);
+    write_output_files(std::span<const std::pair<std::string, std::string_view>>(views));
+}
+
 /// Writes `text` to `path`: `write_output_files` with one file.
 inline void write_output_file(const std::string& path, std::string_view text) {
     const std::array<std::pair<std::string, std::string_view>, 1> one{{{path, text}}};

@@ -75,7 +75,8 @@ foreach(case IN ITEMS "uniform;--ranks;4;--microbatches;8"
                       "uneven;--ranks;8;--microbatches;16;--costs;${uneven};--p2p;0.1;--memory-limit;6"
                       "v;--ranks;4;--microbatches;8;--placement;v;--memory-limit;5;--w;0.5"
                       "loop2;--ranks;2;--microbatches;6;--stages-per-rank;2;--i;1.5;--memory-limit;5"
-                      "fused;--ranks;4;--microbatches;8;--backward;fused;--memory-limit;3")
+                      "fused;--ranks;4;--microbatches;8;--backward;fused;--memory-limit;3"
+                      "no_builtin_fits;--ranks;4;--microbatches;8;--stages-per-rank;2;--placement;v;--memory-limit;3")
   list(POP_FRONT case name)
   add_test(NAME cli.tune_roundtrip_${name}
            COMMAND ${PPSCHED_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/tune_roundtrip.sh
@@ -178,7 +179,3 @@ ppsched_cli_json_test(tune_overlap_bound
 # Communication-stream costs cannot change a compute-only order: said, not silently dropped.
 ppsched_cli_test(tune_comm_stream_flags_warned 0 STDERR_HAS "--unshard times an action on the communication stream"
                  ARGS tune --ranks 2 --microbatches 2 --unshard 1 --quiet)
-# The picture's subtitle says what is drawn (no built-in, or no 1F1B, where there is none).
-add_test(NAME cli.tune_picture_subtitle
-         COMMAND ${PPSCHED_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/check_tune_picture.sh
-                 $<TARGET_FILE:ppsched-cli>)

@@ -241,13 +241,8 @@ module_lists(const model_description& m, std::span<const int> stage_layers) {
     for (int count : stage_layers) {
         auto& stage = out.emplace_back();
         for (int k = 0; k < count && at < m.layers.size(); ++k, ++at) {
-            for (const std::string& tmpl : m.layers[at].modules) {
-                const int n = seen[tmpl]++;
-                std::string name = tmpl;
-                const std::size_t pos = name.find("{n}");
-                if (pos != std::string::npos) name.replace(pos, 3, std::to_string(n));
-                stage.push_back(std::move(name));
-            }
+            for (const std::string& tmpl : m.layers[at].modules)
+                stage.push_back(detail::plan::module_name(tmpl, seen[tmpl]++));
         }
     }
     return out;

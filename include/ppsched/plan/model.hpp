@@ -112,6 +112,15 @@ namespace detail::plan {
     }
 }
 
+/// A module's name for the layer that is number `n` among those sharing template `tmpl`: its
+/// `{n}` (the first) replaced by n; a name without `{n}` is the template itself.
+[[nodiscard]] inline std::string module_name(const std::string& tmpl, int n) {
+    std::string name = tmpl;
+    if (const std::size_t at = name.find("{n}"); at != std::string::npos)
+        name.replace(at, 3, std::to_string(n));
+    return name;
+}
+
 class model_reader {
   public:
     model_reader(std::string_view text, std::string_view source) : source_(source) {
@@ -225,9 +234,7 @@ class model_reader {
             // A run of identical layers (`count`) is expanded: layers are few (hundreds).
             for (long long k = 0; k < count; ++k) {
                 for (const std::string& tmpl : l.modules) {
-                    std::string name = tmpl;
-                    if (const std::size_t at = name.find("{n}"); at != std::string::npos)
-                        name.replace(at, 3, std::to_string(per_template[tmpl]++));
+                    const std::string name = module_name(tmpl, per_template[tmpl]++);
                     const auto [it, fresh] = first_layer.emplace(name, m.layers.size());
                     if (!fresh)
                         fail(v, "the module name '" + name + "' of layer " +

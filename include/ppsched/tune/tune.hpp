@@ -349,6 +349,10 @@ struct beam_plan {
     const config cfg = problem.cfg();
     tune_result result;
     result.bound = bound(bm);
+    // What is proven so far: the bound's parts, the exact phase's and the rank relaxation's.
+    auto proven_bound = [&] {
+        return std::max({result.bound.value, result.bound.search, result.bound.rank_relaxation});
+    };
     const double limit = problem.memory_limit.value_or(std::numeric_limits<double>::infinity());
     const double target = result.bound.value * (1 + 1e-9);
 
@@ -616,9 +620,8 @@ struct beam_plan {
             if (!found.complete) {
                 // A probe halfway between the bound and the best makespan: proving only that
                 // the rank cannot beat it prunes far more.
-                const double known = std::max(
-                    {result.bound.value, result.bound.search, result.bound.rank_relaxation});
-                found = relaxation.solve((known + best.makespan) / 2, left / 4, spend.deadline);
+                found = relaxation.solve((proven_bound() + best.makespan) / 2, left / 4,
+                                         spend.deadline);
                 left -= std::min(left, found.nodes);
             }
             if (found.complete && found.value > result.bound.rank_relaxation) {
@@ -641,8 +644,7 @@ struct beam_plan {
     // They run last: where the bound is within 1 %, the answer comes as soon as before.
     // (Not where orders that run B are searched after this: those passes share the time left.)
     {
-        const double known =
-            std::max({result.bound.value, result.bound.search, result.bound.rank_relaxation});
+        const double known = proven_bound();
         auto within_1pc = [&] { return best.makespan <= known * 1.01; };
         const beam_plan plan = plan_beams(m, n, widths, within_1pc());
         if (!proven && !relaxed_backward && beams_run == plan.early && !spend.spent(ev))
@@ -682,8 +684,7 @@ struct beam_plan {
         result.bound.search = result.makespan;
         result.bound.exact_complete = true;
     }
-    result.bound.value =
-        std::max({result.bound.value, result.bound.search, result.bound.rank_relaxation});
+    result.bound.value = proven_bound();
     clamp_rounding(result.bound.search);
     clamp_rounding(result.bound.value);
     clamp_rounding(result.bound.one_machine);
