@@ -1,9 +1,11 @@
 // validate(): every rule on small hand-written orders (at compile time), every PyTorch order of
 // the conformance data, and orders mutated by swapping, dropping, duplicating and moving actions.
 
+#include <ppsched/algorithms/lower.hpp>
 #include <ppsched/algorithms/simulate_steps.hpp>
 #include <ppsched/algorithms/validate.hpp>
 #include <ppsched/io/csv.hpp>
+#include <ppsched/registry.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -448,15 +450,16 @@ TEST_CASE("OVERLAP_F_B is checked through its two sub-actions", "[validate][stat
 TEST_CASE("lowered-order rules catch missing, unmatched and needless communication",
           "[validate][static]") {
     // Receive removed: the send is unmatched and the forward lacks its receive.
-    constexpr auto no_recv =
-        summarize(validate(edited(gpipe_2x2_lowered(), [](order& o) { o.rank(1)[0] = {}; })));
+    constexpr auto no_recv = summarize(validate(
+        edited(gpipe_2x2_lowered(), [](order& o) { o.rank(1).erase(o.rank(1).begin()); })));
     STATIC_REQUIRE(no_recv.size == 2);
     STATIC_REQUIRE(no_recv[0].what == rule::unmatched_send);
     STATIC_REQUIRE(no_recv[0].subject == action::send_f(0, 0));
     STATIC_REQUIRE(no_recv[1].what == rule::missing_recv);
     STATIC_REQUIRE(no_recv[1].subject == action::forward(1, 0));
     // Send removed: the receive is unmatched.
-    STATIC_REQUIRE(only(validate(edited(gpipe_2x2_lowered(), [](order& o) { o.rank(0)[1] = {}; })),
+    STATIC_REQUIRE(only(validate(edited(gpipe_2x2_lowered(),
+                                        [](order& o) { o.rank(0).erase(o.rank(0).begin() + 1); })),
                         rule::unmatched_recv));
     // Send before the compute that produces it.
     STATIC_REQUIRE(only(validate(edited(gpipe_2x2_lowered(),
@@ -1021,4 +1024,70 @@ TEST_CASE("the sparse check reports placement and range problems too", "[validat
     CHECK(rep.has(ppsched::rule::wrong_rank));
     CHECK(rep.has(ppsched::rule::microbatch_out_of_range));
     CHECK(rep.total() == 2 + 2 * 200000 - 1);
+}
+
+TEST_CASE("lowered orders PyTorch's runtime fails on: unused UNSHARD, empty slot, one stage "
+          "without REDUCE_GRAD",
+          "[validate][fsdp]") {
+    using ppsched::rule;
+    const std::string rank1 = "1UNSHARD,1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,"
+                              "1REDUCE_GRAD,1RESHARD\n";
+    const std::string rank0 = "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,"
+                              "0REDUCE_GRAD,0RESHARD";
+    // Both paths of validate (the quick run and the full passes) agree on each.
+    auto check = [](const std::string& text, const ppsched::validate_options& options) {
+        const ppsched::order o = ppsched::io::read_csv(text);
+        const auto full = ppsched::detail::validator(o.cfg(), false, options.transport,
+                                                     options.idle_slots_in_lowered)
+                              .run(o);
+        const auto quick = ppsched::validate(o, options);
+        CHECK(full.valid() == quick.valid());
+        return full;
+    };
+    const ppsched::validate_options file{.idle_slots_in_lowered = false};
+    REQUIRE(check(rank0 + "\n" + rank1, file).valid());
+    // RESHARD right after its UNSHARD, and an UNSHARD at the end: used by no compute.
+    const auto unused = check("0UNSHARD,0RESHARD," + rank0 + ",0UNSHARD\n" + rank1, file);
+    CHECK(unused.total() == 2);
+    CHECK(unused.count(rule::unused_unshard) == 2);
+    CHECK(unused[0].rank == 0);
+    // An empty slot: only where the options say PyTorch's runtime will run the order.
+    const std::string idle = "0UNSHARD,," + rank0.substr(9) + "\n" + rank1;
+    const auto idle_report = check(idle, file);
+    CHECK(idle_report.total() == 1);
+    CHECK(idle_report.has(rule::idle_in_lowered));
+    CHECK(idle_report[0].step == 1);
+    CHECK(check(idle, {}).valid());
+    // REDUCE_GRAD on stage 0 only.
+    std::string no_reduce = rank1;
+    no_reduce.erase(no_reduce.find("1REDUCE_GRAD,"), 13);
+    const auto missing = check(rank0 + "\n" + no_reduce, file);
+    CHECK(missing.total() == 1);
+    CHECK(missing.has(rule::missing_reduce_grad));
+    CHECK(missing[0].rank == 1);
+    // Every lowering of a built-in schedule passes, FSDP prefetch included.
+    for (const auto& entry : ppsched::builtin_schedules().entries()) {
+        const ppsched::config cfg{
+            .ranks = 4, .stages_per_rank = entry.default_stages_per_rank, .microbatches = 8};
+        ppsched::order o;
+        try {
+            o = ppsched::builtin_schedules().generate(entry.name, cfg);
+        } catch (const ppsched::config_error&) {
+            continue;
+        }
+        INFO(entry.name);
+        CHECK(ppsched::validate(ppsched::lower(o), file));
+    }
+}
+
+TEST_CASE("a duplicate is blamed on the copy on the wrong rank", "[validate]") {
+    // 1F0 on rank 1, where stage 1 lives, and a stray copy at the end of rank 0.
+    const ppsched::order o = ppsched::io::read_csv("0F0,0F1,,0B0,0B1,1F0\n,1F0,1B0,1F1,1B1\n");
+    const auto report = ppsched::validate(o);
+    REQUIRE(report.has(ppsched::rule::duplicate_action));
+    for (const auto& v : report) {
+        INFO(ppsched::describe(v));
+        CHECK(v.rank == 0);
+        CHECK(v.step == 5);
+    }
 }

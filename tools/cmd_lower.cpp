@@ -81,7 +81,7 @@ int cmd_lower(std::span<const std::string> argv, output& out) {
                                       "); lower takes a compute-only order",
                                   0, 0);
     check_reader(a, o.cfg(), out);
-    const validation_report report = validate(o);
+    const validation_report report = validate(o, validate_options{.idle_slots_in_lowered = false});
     if (!report) {
         out.err += "ppsched: lower: " + source + " is not a valid order:\n" + to_string(report) +
                    cycle_lines(report, transport::eager) + "\n" +

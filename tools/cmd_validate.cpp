@@ -146,7 +146,8 @@ int cmd_validate(std::span<const std::string> argv, output& out) {
     if (o.action_count() == 0)
         throw parse_error(source + ": no actions (expected one row per rank of actions like 0F0)",
                           0, 0);
-    const validation_report report = validate(o.rows, o.cfg, validate_options{.transport = t});
+    const validation_report report =
+        validate(o.rows, o.cfg, validate_options{.transport = t, .idle_slots_in_lowered = false});
     if (format == "json") {
         out.out = json_report(source, o, t, report);
     } else {
@@ -159,9 +160,11 @@ int cmd_validate(std::span<const std::string> argv, output& out) {
                            (is_lowered(o) ? "lowered" : "compute-only") + ", " +
                            std::string(to_string_view(t)) + " transport)\n";
         if (!report.valid())
-            head += std::to_string(report.size()) +
-                    (report.size() == 1 ? " violation:\n" : " violations:\n") + to_string(report) +
-                    cycle_lines(report, t) + "\n" +
+            head += std::to_string(report.total()) +
+                    (report.total() == 1 ? " violation" : " violations") +
+                    (report.truncated() ? " (the first " + std::to_string(report.size()) + " below)"
+                                        : std::string()) +
+                    ":\n" + to_string(report) + cycle_lines(report, t) + "\n" +
                     io::format_step_table(o.rows, first_error_step(report));
         out.out = head;
     }

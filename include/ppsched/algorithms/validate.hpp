@@ -25,7 +25,7 @@ namespace ppsched {
 template <order_range R>
 [[nodiscard]] constexpr validation_report validate(const R& rows, const config& cfg,
                                                    const validate_options& options = {}) {
-    detail::validator v(cfg, true, options.transport);
+    detail::validator v(cfg, true, options.transport, options.idle_slots_in_lowered);
     return v.run(rows);
 }
 

@@ -40,11 +40,21 @@ enum class rule : std::uint8_t {
     compute_while_sharded,   ///< lowered: compute on a stage outside its UNSHARD ... RESHARD
     shard_mismatch,          ///< lowered: UNSHARD of an unsharded stage, RESHARD of a sharded one
     reduce_grad_early,       ///< lowered: REDUCE_GRAD before the stage's last backward
-    deadlock,                ///< ranks wait on each other forever (a wait-for cycle)
+    /// lowered: an UNSHARD no compute of its stage uses before the stage's next RESHARD or the
+    /// end of the order (PyTorch's runtime: "Resharding ... before finishing unshard",
+    /// "Unused unshard operations")
+    unused_unshard,
+    /// lowered: a stage without REDUCE_GRAD where other stages have one (its gradients would
+    /// never be reduced)
+    missing_reduce_grad,
+    /// lowered, with `validate_options::idle_slots_in_lowered` false: an empty slot (PyTorch's
+    /// runtime runs every slot of a lowered order as an action, and fails on an empty one)
+    idle_in_lowered,
+    deadlock, ///< ranks wait on each other forever (a wait-for cycle)
 };
 
 /// Number of rules.
-inline constexpr std::size_t rule_count = 22;
+inline constexpr std::size_t rule_count = 25;
 
 /// Short identifier of a rule (`"missing_recv"`).
 [[nodiscard]] constexpr std::string_view to_string_view(rule r) noexcept {
@@ -69,6 +79,9 @@ inline constexpr std::size_t rule_count = 22;
                                                              "compute_while_sharded",
                                                              "shard_mismatch",
                                                              "reduce_grad_early",
+                                                             "unused_unshard",
+                                                             "missing_reduce_grad",
+                                                             "idle_in_lowered",
                                                              "deadlock"};
     const auto i = static_cast<std::size_t>(r);
     return i < rule_count ? names[i] : std::string_view{"?"};
@@ -102,6 +115,11 @@ struct validate_options {
     /// reaches the matching RECV, as NCCL may do; finds the hang of PyTorch issue 172668).
     /// Compute-only orders are judged the same under both.
     ppsched::transport transport = ppsched::transport::eager;
+    /// Whether a lowered order may hold empty slots. A step timeline (`simulate_steps`, PyTorch's
+    /// `_simulate_comms_compute`) does; PyTorch's runtime runs every slot of a lowered order
+    /// as an action and fails on an empty one, so a file meant for it is checked with `false`
+    /// (`idle_in_lowered`; the command-line tool does).
+    bool idle_slots_in_lowered = true;
 };
 
 /// The result of `validate`: empty when the order is valid. It keeps the first
@@ -171,7 +189,8 @@ inline std::string where(int rank, int step) {
 } // namespace detail
 
 /// A one-line human message for a violation, e.g.
-/// `rank 1, step 4: 1F0 needs 1RECV_F0 earlier on rank 1 [missing_recv]` (run time only).
+/// `rank 1, step 4: 1F0 needs 1RECV_F0 earlier on rank 1 (there is none) [missing_recv]` (run
+/// time only).
 [[nodiscard]] inline std::string describe(const violation& v) {
     const std::string a = v.has_subject ? to_string(v.subject) : std::string("?");
     const std::string o = v.has_other ? to_string(v.other) : std::string("?");
@@ -203,7 +222,7 @@ inline std::string where(int rank, int step) {
              std::to_string(v.expected);
         break;
     case rule::duplicate_action:
-        m += a + " appears a second time (first" + other_at + ")";
+        m += a + " appears twice (also" + other_at + ")";
         break;
     case rule::missing_forward:
         m += "missing " + a;
@@ -229,7 +248,8 @@ inline std::string where(int rank, int step) {
         break;
     case rule::missing_recv:
         m += a + " needs " + o + " earlier on rank " + std::to_string(v.rank) +
-             (v.other_rank >= 0 ? " (found" + other_at + ")" : std::string(" (none)"));
+             (v.other_rank >= 0 ? " (it is at " + detail::where(v.other_rank, v.other_step) + ")"
+                                : std::string(" (there is none)"));
         break;
     case rule::unmatched_send:
         m += a + " has no matching receive on the peer rank";
@@ -254,6 +274,20 @@ inline std::string where(int rank, int step) {
         break;
     case rule::reduce_grad_early:
         m += a + " before the stage's last backward " + o + other_at;
+        break;
+    case rule::unused_unshard:
+        m += a + " is used by no compute of stage " + std::to_string(v.subject.stage()) +
+             " before " + (v.has_other ? o + other_at : std::string("the end of the order")) +
+             " (PyTorch's runtime fails on an unshard it never waits for)";
+        break;
+    case rule::missing_reduce_grad:
+        m += "stage " + std::to_string(v.subject.stage()) +
+             " has no REDUCE_GRAD while other stages have one: its gradients would never be "
+             "reduced";
+        break;
+    case rule::idle_in_lowered:
+        m += "an empty slot in a lowered order (PyTorch's runtime runs every slot of a lowered "
+             "order as an action)";
         break;
     case rule::deadlock:
         m += a + " waits forever for " + o + other_at;

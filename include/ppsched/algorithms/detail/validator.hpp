@@ -39,10 +39,11 @@ class validator {
     /// off to compare it with the full passes).
     /// `sends`: the transport lowered orders are judged under (the fast path decides `eager`
     /// only, so `rendezvous` always runs the full passes).
+    /// `idle_ok`: whether a lowered order may hold empty slots (`idle_in_lowered`).
     constexpr explicit validator(const config& cfg, bool quick = true,
-                                 transport sends = transport::eager)
+                                 transport sends = transport::eager, bool idle_ok = true)
         : cfg_(cfg), quick_(quick && sends == transport::eager),
-          rendezvous_(sends == transport::rendezvous) {}
+          rendezvous_(sends == transport::rendezvous), idle_ok_(idle_ok) {}
 
     template <order_range R>
     constexpr validation_report run(const R& rows) {
@@ -54,7 +55,8 @@ class validator {
         // that many slots (a configuration may name 2^31 microbatches for a 2-action order).
         const bool affordable = tables_affordable(rows_, cfg_);
         // Most orders checked are valid: one run decides that, without the passes below.
-        if (affordable && quick_ && validity_run(cfg_, rows_).valid()) return std::move(report_);
+        if (affordable && quick_ && validity_run(cfg_, rows_, idle_ok_).valid())
+            return std::move(report_);
         if (rank_count_ != cfg_.ranks) {
             violation v;
             v.what = rule::rank_count;
@@ -70,7 +72,10 @@ class validator {
         index_actions();
         check_pairs();
         check_dependencies();
-        if (lowered_) check_p2p();
+        if (lowered_) {
+            check_p2p();
+            if (!idle_ok_) check_idle_slots();
+        }
         check_stage_actions();
         simulate();
         return std::move(report_);
@@ -96,7 +101,8 @@ class validator {
     template <order_range R>
     constexpr void load(const R& rows) {
         using row_t = std::ranges::range_reference_t<const R&>;
-        if constexpr (std::ranges::contiguous_range<row_t> &&
+        // (Only rows the range holds: rows it makes on the fly, prvalues, are gone once read.)
+        if constexpr (std::is_lvalue_reference_v<row_t> && std::ranges::contiguous_range<row_t> &&
                       std::same_as<std::ranges::range_value_t<row_t>, slot>) {
             for (const auto& row : rows)
                 rows_.emplace_back(std::ranges::data(row), std::ranges::size(row));
@@ -343,7 +349,12 @@ class validator {
         const std::size_t c = cell(plane, a.stage(), a.microbatch());
         order_pos& slot_pos = first_[c];
         if (slot_pos.present()) {
-            add(rule::duplicate_action, here, a, slot_pos, a);
+            // The copy on the wrong rank is the stray one (it also breaks wrong_rank): blame it,
+            // not the copy where the action belongs.
+            if (slot_pos.rank != home(a.stage()) && here.rank == home(a.stage()))
+                add(rule::duplicate_action, slot_pos, a, here, a);
+            else
+                add(rule::duplicate_action, here, a, slot_pos, a);
             return;
         }
         slot_pos = here;
@@ -482,33 +493,69 @@ class validator {
     // ---- pass 4: UNSHARD / RESHARD / REDUCE_GRAD, in row order ------------------------------
     constexpr void check_stage_actions() {
         // A stage whose sharding the order manages (it has an UNSHARD or RESHARD) starts
-        // sharded, as FSDP parameters do; the others are always usable.
-        std::vector<char> unsharded(static_cast<std::size_t>(S_), 0);
+        // sharded, as FSDP parameters do; the others are always usable. An UNSHARD is pending
+        // until a compute of its stage waits for it (PyTorch's runtime: a RESHARD of a pending
+        // unshard, or one pending at the end, fails).
+        enum : std::uint8_t { sharded, pending, unsharded };
+        std::vector<std::uint8_t> state(static_cast<std::size_t>(S_), unsharded);
+        std::vector<order_pos> pending_at(any_fsdp_ ? static_cast<std::size_t>(S_) : 0);
         for (int s = 0; s < S_; ++s)
-            unsharded[static_cast<std::size_t>(s)] =
-                stage_info_[static_cast<std::size_t>(s)].fsdp ? 0 : 1;
+            if (stage_info_[static_cast<std::size_t>(s)].fsdp)
+                state[static_cast<std::size_t>(s)] = sharded;
         // Without UNSHARD/RESHARD every stage is always usable: nothing to walk.
-        if (any_fsdp_)
+        if (any_fsdp_) {
             for_each_part_in_rows([&](int r, int step, const action& p) {
                 if (p.stage() >= S_) return;
                 const auto si = static_cast<std::size_t>(p.stage());
                 if (p.kind() == action_kind::unshard) {
-                    if (unsharded[si]) add(rule::shard_mismatch, r, step, p);
-                    unsharded[si] = 1;
+                    if (state[si] != sharded) add(rule::shard_mismatch, r, step, p);
+                    state[si] = pending;
+                    pending_at[si] = {r, step};
                 } else if (p.kind() == action_kind::reshard) {
-                    if (!unsharded[si]) add(rule::shard_mismatch, r, step, p);
-                    unsharded[si] = 0;
-                } else if (is_compute(p.kind()) && stage_info_[si].fsdp && !unsharded[si]) {
-                    add(rule::compute_while_sharded, r, step, p);
+                    if (state[si] == sharded) add(rule::shard_mismatch, r, step, p);
+                    if (state[si] == pending)
+                        add(rule::unused_unshard, pending_at[si], action::unshard(p.stage()),
+                            {r, step}, p);
+                    state[si] = sharded;
+                } else if (is_compute(p.kind()) && stage_info_[si].fsdp) {
+                    if (state[si] == sharded) add(rule::compute_while_sharded, r, step, p);
+                    if (state[si] == pending) state[si] = unsharded;
                 }
             });
+            for (int s = 0; s < S_; ++s)
+                if (state[static_cast<std::size_t>(s)] == pending) {
+                    const order_pos at = pending_at[static_cast<std::size_t>(s)];
+                    add(rule::unused_unshard, at.rank, at.step, action::unshard(s));
+                }
+        }
+        bool any_reduce_grad = false;
+        for (int s = 0; s < S_; ++s)
+            any_reduce_grad =
+                any_reduce_grad || stage_info_[static_cast<std::size_t>(s)].reduce_grad.present();
         for (int s = 0; s < S_; ++s) {
             const stage_info& si = stage_info_[static_cast<std::size_t>(s)];
+            if (any_reduce_grad && !si.reduce_grad.present())
+                add(rule::missing_reduce_grad, home(s), -1, action::reduce_grad(s));
             if (si.reduce_grad.present() && si.last_backward.present() &&
                 si.last_backward.rank == si.reduce_grad.rank &&
                 si.last_backward.step > si.reduce_grad.step)
                 add(rule::reduce_grad_early, si.reduce_grad, action::reduce_grad(s),
                     si.last_backward, si.last_backward_action);
+        }
+    }
+
+    /// A lowered order has no empty slot (PyTorch's runtime runs every slot as an action).
+    constexpr void check_idle_slots() {
+        for (int r = 0; r < rank_count_; ++r) {
+            const int n = static_cast<int>(row_size(r));
+            for (int step = 0; step < n; ++step)
+                if (at(r, step).get() == nullptr) {
+                    violation v;
+                    v.what = rule::idle_in_lowered;
+                    v.rank = r;
+                    v.step = step;
+                    report_.add(v);
+                }
         }
     }
 
@@ -686,6 +733,7 @@ class validator {
     bool rendezvous_ = false; // SENDs wait for their RECV to be posted
     int S_ = 0, M_ = 0, rank_count_ = 0;
     bool lowered_ = false;
+    bool idle_ok_ = true;
     bool any_fsdp_ = false;                   // some stage has UNSHARD or RESHARD
     std::vector<slot> flat_;                  // a copy of rows that are not slot arrays
     std::vector<std::span<const slot>> rows_; // each rank's slots

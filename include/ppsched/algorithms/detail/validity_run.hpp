@@ -54,8 +54,10 @@ inline constexpr cell_bit_t kind_bit[action_kind_count] = {
 /// row per rank (the caller checks both).
 class validity_run {
   public:
-    constexpr validity_run(const config& cfg, std::span<const std::span<const slot>> rows)
-        : cfg_(cfg), rows_(rows) {}
+    /// `idle_ok`: whether a lowered order may hold empty slots (see `validate_options`).
+    constexpr validity_run(const config& cfg, std::span<const std::span<const slot>> rows,
+                           bool idle_ok = true)
+        : cfg_(cfg), rows_(rows), idle_ok_(idle_ok) {}
 
     /// True when the order is valid; false when it is not, or in the rare orders this run
     /// does not decide (then the full passes decide).
@@ -83,6 +85,7 @@ class validity_run {
         st_unsharded = 1, // between UNSHARD and RESHARD
         st_managed = 2,   // the stage has had an UNSHARD or RESHARD (FSDP manages it)
         st_reduced = 4,   // REDUCE_GRAD has run
+        st_pending = 8,   // an UNSHARD no compute has waited for yet
     };
 
     struct stage_geometry {
@@ -158,7 +161,10 @@ class validity_run {
             int at = cursor_p_[ri];
             step_result res = step_result::done;
             for (; at < n && res == step_result::done; ++at) {
-                if (const action* a = row[at].get()) res = step(r, *a, ready_count);
+                if (const action* a = row[at].get())
+                    res = step(r, *a, ready_count);
+                else if (lowered_ && !idle_ok_) // idle_in_lowered
+                    res = step_result::invalid;
             }
             if (res == step_result::invalid) return outcome::invalid;
             if (res == step_result::lowered) return outcome::lowered;
@@ -310,8 +316,10 @@ class validity_run {
         if (k == action_kind::reduce_grad) // a second one: duplicate_action
             return (st & st_reduced) ? step_result::invalid : step_result::done;
         // shard_mismatch (and OVERLAP_F_B nested in an overlap, which cannot be built).
+        // A RESHARD of an UNSHARD no compute used: unused_unshard.
         if ((k != action_kind::unshard && k != action_kind::reshard) ||
-            ((st & st_unsharded) != 0) == (k == action_kind::unshard))
+            ((st & st_unsharded) != 0) == (k == action_kind::unshard) ||
+            (k == action_kind::reshard && (st & st_pending)))
             return step_result::invalid;
         // The first UNSHARD/RESHARD of a stage: the stage was sharded all along, so any compute
         // it ran before was compute_while_sharded. (Once per stage: linear overall.)
@@ -335,11 +343,14 @@ class validity_run {
         if (bit == 0) {
             std::uint8_t& st = stage_p_[s];
             st = static_cast<std::uint8_t>(
-                k == action_kind::unshard   ? st | st_unsharded | st_managed
+                k == action_kind::unshard   ? st | st_unsharded | st_managed | st_pending
                 : k == action_kind::reshard ? (st & ~st_unsharded) | st_managed
                                             : st | st_reduced);
             return;
         }
+        // A compute uses its stage's pending UNSHARD.
+        if (k <= action_kind::full_backward)
+            stage_p_[s] = static_cast<std::uint8_t>(stage_p_[s] & ~st_pending);
         done_p_[c] = static_cast<cell_bit_t>(done_p_[c] | bit);
         // Who waits for it: compute-only, F's and B/I's consumers; lowered, the SENDs' peers.
         const int waiter = (lowered_ && k <= action_kind::full_backward) ||
@@ -369,8 +380,18 @@ class validity_run {
     /// Presence, once every rank has run its row: each (stage, microbatch) has F and either B
     /// or I and W (missing_forward, missing_backward, missing_weight), and in a lowered order
     /// exactly the SEND/RECV its neighbours' ranks need (missing_recv, unmatched_send,
-    /// unmatched_recv); with the checks during the run, no cell holds anything else.
+    /// unmatched_recv); with the checks during the run, no cell holds anything else. Per
+    /// stage: no UNSHARD pending, REDUCE_GRAD on all or none.
     [[nodiscard]] constexpr bool sweep() const {
+        // No UNSHARD left unused (unused_unshard); REDUCE_GRAD on every stage or none
+        // (missing_reduce_grad).
+        bool any_reduced = false, all_reduced = true;
+        for (int s = 0; s < S_; ++s) {
+            if (stage_p_[s] & st_pending) return false;
+            any_reduced = any_reduced || (stage_p_[s] & st_reduced);
+            all_reduced = all_reduced && (stage_p_[s] & st_reduced);
+        }
+        if (any_reduced && !all_reduced) return false;
         // (One statement per cell: each statement is a step of constant evaluation.)
         const cell_bit_t* bits = done_p_;
         for (int i = 0; i < M_; ++i)
@@ -387,6 +408,7 @@ class validity_run {
     std::span<const std::span<const slot>> rows_;
     int S_ = 0, R_ = 0, M_ = 0; // M_: the most microbatches a stage runs
     bool lowered_ = false;      // this run treats the order as lowered
+    bool idle_ok_ = true;       // a lowered order may hold empty slots
     dense_array<stage_geometry> geo_;
     dense_array<cell_bit_t> done_;    // per (stage, microbatch index): the bits of what has run
     dense_array<std::uint8_t> stage_; // per stage: st_* flags
