@@ -1,8 +1,11 @@
+#include <ppsched/algorithms/validate.hpp>
 #include <ppsched/io/csv.hpp>
+#include <ppsched/registry.hpp>
 
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -108,9 +111,10 @@ TEST_CASE("cells with spaces and quoted cells read as PyTorch's loader reads the
 
 TEST_CASE("indices no order of the file's size could hold are refused before inference",
           "[csv][errors]") {
-    // One action naming microbatch 2^31 - 1 (once a signed overflow in infer_config) or
-    // 10^8 (once 1.5 GB of tables): a clear error naming the cell, nothing allocated.
-    for (const char* text : {"0F2147483647\n", "0F100000000\n", "0F0,0B0\n1F0,1B0,65535F0\n"}) {
+    // Indices that neither the file's own sizes nor its forwards' make a table linear in the
+    // file (a lone backward of microbatch 10^8, a lone forward of stage 65535): a clear error
+    // naming the cell.
+    for (const char* text : {"0B100000000\n", "65535F0\n"}) {
         INFO(text);
         try {
             (void)ppsched::io::read_csv(text, "f.csv");
@@ -119,6 +123,19 @@ TEST_CASE("indices no order of the file's size could hold are refused before inf
             CHECK_THAT(e.what(), Catch::Matchers::Contains("more than an order of this size"));
         }
     }
+    // One action naming microbatch 2^31 - 1 (once a signed overflow in infer_config) or 10^8
+    // (once 1.5 GB of tables): read with the sizes its forwards show (one microbatch), so the
+    // index is validate's business (microbatch_out_of_range), not a table of 10^8.
+    for (const char* text : {"0F2147483647\n", "0F100000000\n"}) {
+        INFO(text);
+        const ppsched::order o = ppsched::io::read_csv(text, "f.csv");
+        CHECK(o.cfg().microbatches == 1);
+        CHECK(ppsched::validate(o).has(ppsched::rule::microbatch_out_of_range));
+    }
+    // A stray backward of stage 65535 beside forwards of stages 0 and 1: two stages.
+    const ppsched::order stray = ppsched::io::read_csv("0F0,0B0\n1F0,1B0,65535B0\n");
+    CHECK(stray.cfg().num_stages() == 2);
+    CHECK(ppsched::validate(stray).has(ppsched::rule::stage_out_of_range));
     // Given the configuration, the same cell is validate's business, not a parse error.
     const auto o =
         ppsched::io::read_csv("0F0,0B0,0F7\n", ppsched::config{.ranks = 1, .microbatches = 1});
@@ -145,4 +162,56 @@ TEST_CASE("an empty text is a parse_error, not a config_error", "[csv][errors]")
         CHECK(e.column() == 1);
         CHECK_THAT(e.what(), Catch::Matchers::StartsWith("f.csv:1:1: "));
     }
+}
+
+TEST_CASE("an order with a typo is read with the sizes its other actions show", "[csv][infer]") {
+    // Interleaved 1F1B, 4 ranks x 2 stages, 8 microbatches, with 0B7 typed as 0B17.
+    const ppsched::order good = ppsched::builtin_schedules().generate(
+        "interleaved_1f1b", ppsched::config{.ranks = 4, .stages_per_rank = 2, .microbatches = 8});
+    std::string text = ppsched::io::write_csv(good);
+    const std::size_t at = text.find("0B7");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 3, "0B17");
+    const ppsched::order o = ppsched::io::read_csv(text, "typo.csv");
+    CHECK(o.cfg().microbatches == 8);
+    CHECK(o.cfg().stages_per_rank == 2);
+    const auto report = ppsched::validate(o);
+    CHECK(report.count(ppsched::rule::microbatch_out_of_range) == 1);
+    CHECK(report.count(ppsched::rule::missing_backward) == 1);
+    CHECK(report.total() == 2);
+}
+
+TEST_CASE("a V order with one stray action keeps its placement", "[csv][infer]") {
+    ppsched::order o = ppsched::builtin_schedules().generate(
+        "zbv_zero_bubble", ppsched::config{.ranks = 2, .stages_per_rank = 2, .microbatches = 4});
+    REQUIRE(o.cfg().placement == ppsched::stage_placement::v);
+    // Move rank 0's first forward of stage 3 (the V's turn back to rank 0) to rank 1.
+    std::string text = ppsched::io::write_csv(o);
+    const std::size_t at = text.find("3F0");
+    REQUIRE(at != std::string::npos);
+    text.erase(at, 3);
+    text.insert(text.size() - 1, ",3F0");
+    const ppsched::order moved = ppsched::io::read_csv(text, "moved.csv");
+    CHECK(moved.cfg().placement == ppsched::stage_placement::v);
+    const auto report = ppsched::validate(moved);
+    CHECK(report.total() == 1);
+    CHECK(report.has(ppsched::rule::wrong_rank));
+}
+
+TEST_CASE("trailing blank lines are not ranks; CR ends a line", "[csv]") {
+    CHECK(ppsched::io::read_csv_rows("0F0,,0B0\n1F0,1B0\n\n\n").size() == 2);
+    CHECK(ppsched::io::read_csv_rows("0F0,,0B0\n\n1F0,1B0\n").size() == 3); // a rank between
+    const auto cr = ppsched::io::read_csv_rows("0F0,,0B0\r1F0,1B0\r");
+    REQUIRE(cr.size() == 2);
+    CHECK(cr[1].size() == 2);
+    CHECK(ppsched::io::read_csv_rows("0F0\r\n1F0\r\n").size() == 2);
+}
+
+TEST_CASE("read_stream refuses more than its limit and never returns a part", "[csv][io]") {
+    std::istringstream small("0F0,0B0\n");
+    CHECK(ppsched::io::read_stream(small, "s", 8) == "0F0,0B0\n");
+    std::istringstream big("0F0,0B0\n0F1");
+    CHECK_THROWS_AS(ppsched::io::read_stream(big, "b", 8), ppsched::parse_error);
+    std::istringstream large(std::string(200000, 'x'));
+    CHECK(ppsched::io::read_stream(large, "l").size() == 200000);
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <ppsched/error.hpp>
+#include <ppsched/io/csv.hpp>
 
 namespace ppsched::cli {
 
@@ -162,10 +163,8 @@ struct command_help {
     return ppsched::detail::counted(n, one, many);
 }
 
-/// Reads all of standard input.
-[[nodiscard]] inline std::string read_stdin() {
-    return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
-}
+/// Reads all of standard input (at most `io::default_max_input_bytes`; see `io::read_stream`).
+[[nodiscard]] inline std::string read_stdin() { return io::read_stream(std::cin, "<stdin>"); }
 
 /// `text` fit for a one-line message (see `ppsched::detail::printable`).
 [[nodiscard]] inline std::string printable(std::string_view text, std::size_t max_length = 80) {
@@ -198,6 +197,12 @@ class args {
     }
     /// True when the option (switch or valued) was given.
     [[nodiscard]] bool has(std::string_view name) const { return find(name) != nullptr; }
+    /// How many times the option was given.
+    [[nodiscard]] std::size_t count(std::string_view name) const {
+        std::size_t n = 0;
+        for (const entry& e : options_) n += e.name == name ? 1U : 0U;
+        return n;
+    }
     /// How the user wrote option `name` (an alias such as `--comm` for `--p2p`), for messages.
     [[nodiscard]] std::string spelling(std::string_view name) const {
         const entry* e = find(name);

@@ -1,6 +1,7 @@
 // `ppsched show FILE.csv`: reads a pipeline order in PyTorch's CSV form and prints PyTorch's
 // step table of it.
 
+#include <algorithm>
 #include <optional>
 #include <span>
 #include <string>
@@ -43,6 +44,13 @@ int cmd_show(std::span<const std::string> argv, output& out) {
             a.integer("--error-step", 0, static_cast<long long>(1) << 40, 0));
 
     const order o = read_order(a.positionals()[0]);
+    std::size_t steps = 0;
+    for (std::size_t r = 0; r < o.num_ranks(); ++r) steps = std::max(steps, o[r].size());
+    if (error_step && *error_step >= steps)
+        throw usage_error("--error-step " + std::to_string(*error_step) + " is beyond the table (" +
+                          std::to_string(steps) +
+                          (steps == 1 ? " step: 0" : " steps: 0.." + std::to_string(steps - 1)) +
+                          ")");
     out.out = io::format_step_table(o, error_step);
     return exit_ok;
 }

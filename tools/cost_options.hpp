@@ -94,6 +94,21 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
     return v;
 }
 
+/// Parses a positive finite number given to option `what` (one message for every other value:
+/// negative, zero, infinite or not a number).
+[[nodiscard]] inline double parse_positive(std::string_view text, std::string_view what) {
+    double v = -1;
+    try {
+        v = parse_number(text, what);
+    } catch (const usage_error&) {
+        v = -1;
+    }
+    if (!(v > 0))
+        throw usage_error(std::string(what) + " must be a number > 0, got '" + printable(text) +
+                          "'");
+    return v;
+}
+
 /// The cost model the options describe: the file (if any), then each flag.
 /// Throws `parse_error` for a bad file and `usage_error` for a bad flag.
 [[nodiscard]] inline cost_model read_cost_options(const args& a) {

@@ -17,7 +17,7 @@ namespace ppsched::cli {
 
 /// The name of `path` in messages (`<stdin>` for `-`).
 [[nodiscard]] inline std::string source_name(const std::string& path) {
-    return path == "-" ? "<stdin>" : path;
+    return path == "-" ? "<stdin>" : printable(path, 1024);
 }
 
 /// The whole text of `path` ('-': standard input), without a UTF-8 byte order mark. Throws
@@ -25,7 +25,7 @@ namespace ppsched::cli {
 [[nodiscard]] inline std::string read_input(const std::string& path) {
     std::error_code ec;
     if (path != "-" && std::filesystem::is_directory(path, ec))
-        throw parse_error(printable(path) + ": is a directory, expected a file", 0, 0);
+        throw parse_error(printable(path, 1024) + ": is a directory, expected a file", 0, 0);
     std::string text = path == "-" ? read_stdin() : io::read_file(path);
     // A UTF-8 byte order mark (some editors on Windows write one) is not part of the text.
     if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <ppsched/error.hpp>
+#include <ppsched/registry.hpp>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -52,6 +53,17 @@ std::string_view without_function(std::string_view message) {
     if (at + 1 < message.size() && message[at] == ' ' && message[at - 1] == ':')
         return message.substr(at + 1);
     return message;
+}
+
+// A library error as a user of the tool reads it: without the C++ function, and naming a
+// schedule as the user named it ("one_f_one_b: microbatches ..." -> "1F1B: microbatches ...").
+std::string for_user(std::string_view message) {
+    std::string text(without_function(message));
+    for (const ppsched::schedule_entry& e : ppsched::builtin_schedules().entries()) {
+        const std::string prefix = e.name + ": ";
+        if (text.starts_with(prefix)) return e.pytorch_name + ": " + text.substr(prefix.size());
+    }
+    return text;
 }
 
 int fail(std::string_view message, std::string_view hint = {}) {
@@ -99,13 +111,14 @@ int run(std::span<const std::string> argv) {
         std::cerr << "ppsched: error: " << e.what() << std::flush;
         return exit_failure;
     } catch (const usage_error& e) {
-        return fail(e.what(), "Run 'ppsched " + std::string(cmd->name) + " --help' for usage.");
+        return fail(for_user(e.what()),
+                    "Run 'ppsched " + std::string(cmd->name) + " --help' for usage.");
     } catch (const output_error& e) {
         return fail(e.what());
     } catch (const ppsched::parse_error& e) {
-        return fail(without_function(e.what()));
+        return fail(for_user(e.what()));
     } catch (const ppsched::config_error& e) {
-        return fail(without_function(e.what()));
+        return fail(for_user(e.what()));
     }
     // Only now, with the whole output built, does anything reach stdout.
     std::cout << out.out << std::flush;
@@ -127,8 +140,11 @@ int main(int argc, char** argv) {
         }
         return status;
     } catch (const std::bad_alloc&) {
-        std::cerr << "ppsched: error: out of memory\n";
-        return exit_failure;
+        // Not a failed check of a valid input (exit 1): the input or the configuration asks
+        // for more memory than the machine has.
+        std::cerr << "ppsched: error: out of memory (the input or the configuration is too large "
+                     "for this machine)\n";
+        return exit_usage;
     } catch (const std::exception& e) {
         std::cerr << "ppsched: error: internal error: " << e.what() << "\n";
         return exit_failure;

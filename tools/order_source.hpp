@@ -5,6 +5,7 @@
 /// the costs it is timed with, or a PyTorch CSV file (`--csv`, with the configuration options
 /// honoured and the rest inferred, then validated); then `--max-actions` and `--lower`.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,10 @@ struct sourced_order {
     config generated;
     if (auto csv = a.value("--csv")) {
         a.expect_positionals(0, 0, "");
+        if (const std::size_t n = a.count("--csv"); n > 1)
+            throw usage_error("--csv given " + std::to_string(n) +
+                              " times: this command reads one order ('ppsched report' stacks "
+                              "several)");
         if (a.has("--microbatch-group-size"))
             throw usage_error("--microbatch-group-size cannot be used with --csv (the order in "
                               "the file is already made)");
@@ -66,7 +71,7 @@ struct sourced_order {
         if (out.o.action_count() == 0)
             throw parse_error(
                 out.title + ": no actions (expected one row per rank of actions like 0F0)", 0, 0);
-        out.report = validate(out.o);
+        out.report = validate(out.o, validate_options{.idle_slots_in_lowered = false});
     } else {
         a.expect_positionals(1, 1, "NAME (or --csv FILE)");
         if (a.has("--placement"))
@@ -149,6 +154,13 @@ struct sourced_order {
         out.o = lower(out.o);
     }
     return out;
+}
+
+/// Whether `report` finds more than a deadlock (a missing action, a row too few, ...): that is
+/// then the cause to report, not the deadlock the simulator runs into because of it.
+[[nodiscard]] inline bool invalid_beyond_deadlock(const validation_report& report) {
+    return std::any_of(report.begin(), report.end(),
+                       [](const violation& v) { return v.what != rule::deadlock; });
 }
 
 /// The message and exit status for an order that simulates but breaks a rule of `validate`

@@ -79,8 +79,9 @@ inline void check_slot_budget(const config& cfg, long long budget, const std::st
 
 inline constexpr option max_actions_option{
     "--max-actions", "N",
-    "refuse orders with more actions than N, counting PyTorch's idle steps and, with --lower, the "
-    "sends and receives (default 50000000)"};
+    "refuse orders that may hold more than N slots: a schedule's are estimated before it is "
+    "generated (its actions, PyTorch's idle steps and, with --lower, the sends and receives), "
+    "a CSV file's are its actions (default 50000000)"};
 /// `--transport`: how a lowered order's SENDs behave (see ppsched/transport.hpp).
 inline constexpr option transport_option{
     "--transport", "T",
@@ -182,10 +183,11 @@ struct order_file {
 };
 
 /// An order read from a file with the configuration options of `a` applied: what the flags
-/// give is honoured, the rest is inferred from the actions (`infer_config`; with `--ranks`,
-/// stages are counted per given rank). Indices an inferred size cannot hold are refused first
-/// (`io::expect_inferable_indices`). Throws `parse_error`, `usage_error` or `config_error`
-/// (a malformed configuration) for bad input or flags. The rows are kept as they are: a file
+/// give is honoured, the rest is inferred from the actions (`io::inferable_sizes`, which
+/// refuses indices no size linear in the file can hold, and reads an order with a stray index
+/// with the sizes its other actions show; the placement its actions fit best,
+/// `detail::choose_placement`). Throws `parse_error`, `usage_error` or `config_error` (a
+/// malformed configuration) for bad input or flags. The rows are kept as they are: a file
 /// with fewer rows than `--ranks` is an order `validate` rejects (`rank_count`).
 [[nodiscard]] inline order_file read_order_file(const args& a, std::vector<rank_slots> rows,
                                                 const std::string& source) {
@@ -193,43 +195,23 @@ struct order_file {
     const bool has_ranks = a.has("--ranks"), has_v = a.has("--stages-per-rank"),
                has_m = a.has("--microbatches");
     const int ranks = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
-    io::expect_inferable_indices(rows, source, !has_v, !has_m, has_ranks ? ranks : 0);
+    const io::inferred_sizes sizes =
+        io::inferable_sizes(rows, source, !has_v, !has_m, has_ranks ? ranks : 0);
     config cfg = infer_config(rows);
-    if (has_ranks && ranks != cfg.ranks) {
-        // Stages per given rank, from the highest stage of the file.
-        int top = -1;
-        for (const auto& row : rows)
-            for (const slot& s : row)
-                if (s.has_value()) {
-                    std::array<action, 2> p;
-                    const int n = s->parts(p);
-                    for (int k = 0; k < n; ++k)
-                        top = p[static_cast<std::size_t>(k)].stage() > top
-                                  ? p[static_cast<std::size_t>(k)].stage()
-                                  : top;
-                }
-        cfg.ranks = ranks;
-        cfg.stages_per_rank = top < 0 ? 1 : (top + ranks) / ranks;
-    }
-    if (has_v)
-        cfg.stages_per_rank = static_cast<int>(a.integer("--stages-per-rank", 1, max_stage + 1, 1));
-    if (has_m) cfg.microbatches = static_cast<int>(a.integer("--microbatches", 1, max_int, 1));
+    if (has_ranks) cfg.ranks = ranks;
+    // Inferred sizes are at most the action count: they fit an int.
+    cfg.stages_per_rank =
+        has_v ? static_cast<int>(a.integer("--stages-per-rank", 1, max_stage + 1, 1))
+              : static_cast<int>(sizes.stages / cfg.ranks);
+    cfg.microbatches = has_m ? static_cast<int>(a.integer("--microbatches", 1, max_int, 1))
+                             : static_cast<int>(sizes.microbatches);
     if (auto name = a.value("--placement")) {
         if (!parse_placement(*name, cfg.placement))
             throw usage_error("--placement must be loop, v or dual, got '" + printable(*name) +
                               "'");
-    } else if (has_v || has_ranks) {
-        // The inferred placement was judged on the inferred sizes: judge it again.
-        config loop = cfg, v = cfg, dual = cfg;
-        loop.placement = stage_placement::loop;
-        v.placement = stage_placement::v;
-        dual.placement = stage_placement::dual;
-        if (ppsched::detail::fits_placement(rows, loop))
-            cfg = loop;
-        else if (ppsched::detail::fits_placement(rows, v))
-            cfg = v;
-        else if (cfg.stages_per_rank % 2 == 0 && ppsched::detail::fits_placement(rows, dual))
-            cfg = dual;
+    } else {
+        // Judged on the final sizes (the inferred placement was judged on the file's own).
+        ppsched::detail::choose_placement(rows, cfg);
     }
     if (static_cast<long long>(cfg.ranks) * cfg.stages_per_rank > max_stage + 1LL)
         throw usage_error("ranks x stages per rank must be at most " +
@@ -276,11 +258,8 @@ inline constexpr option planning_options[] = {
         }
         params.costs = c;
     }
-    if (const auto limit = number("--memory-limit")) {
-        if (!(*limit > 0))
-            throw usage_error("--memory-limit must be > 0 (a limit of 0 fits nothing)");
-        params.memory_limit = *limit;
-    }
+    if (const auto text = a.value("--memory-limit"))
+        params.memory_limit = parse_positive(*text, "--memory-limit");
     return params;
 }
 

@@ -36,7 +36,9 @@ inline constexpr std::array<option, 10> timeline_source_options{{
     {"--placement", "P",
      "with --csv: where the file's stages live, loop, v or dual; default: inferred"},
     {"--lower", "",
-     "draw the lowered order (sends, receives, FSDP on a thin lane under each rank)"},
+     "draw the lowered order a runtime executes (render: its sends, receives and FSDP actions on "
+     "a thin lane under each rank; trace: on a communication thread; timeline: its compute "
+     "only)"},
     {"--steps", "",
      "one unit per step, laid out by dependencies as PyTorch's visualizer does (no costs)"},
     per_rank_option,
@@ -102,16 +104,18 @@ inline std::string describe_costs(const cost_model& costs) {
     out.timed = simulate(o, costs);
     out.costs = costs;
     out.from_model = a.has("--model");
-    if (!out.timed) {
-        out.problem = describe_problem(out.timed);
-        return out;
-    }
-    if (!source.report.valid()) {
+    // What validation finds (a missing action, a row too few) before what the simulator runs
+    // into because of it (a deadlock waiting for that action).
+    if (invalid_beyond_deadlock(source.report) || (out.timed && !source.report.valid())) {
         out.problem =
             "not a valid order ('ppsched validate' shows where): " + describe(source.report[0]) +
-            (source.report.size() > 1
-                 ? " (and " + std::to_string(source.report.size() - 1) + " more)"
+            (source.report.total() > 1
+                 ? " (and " + std::to_string(source.report.total() - 1) + " more)"
                  : std::string());
+        return out;
+    }
+    if (!out.timed) {
+        out.problem = describe_problem(out.timed);
         return out;
     }
     out.chart.steps = steps;

@@ -98,9 +98,12 @@ class action {
         // One test on the common path, the separate messages only on failure: generators run
         // this per action, also in constant evaluation, where every statement counts against
         // the compiler's step limit.
-        if (kind == action_kind::overlap_f_b ||
+        if (kind > action_kind::reduce_grad || kind == action_kind::overlap_f_b ||
             ppsched::has_microbatch(kind) != (microbatch != no_microbatch) ||
             microbatch < no_microbatch) {
+            // (A kind beyond the enumerators would index the per-kind tables out of range.)
+            PPSCHED_EXPECTS(kind <= action_kind::reduce_grad, "ppsched::action: unknown kind (",
+                            static_cast<int>(kind), ")");
             PPSCHED_EXPECTS(
                 kind != action_kind::overlap_f_b,
                 "ppsched::action: build OVERLAP_F_B with action::overlap(forward, backward)");
@@ -297,19 +300,29 @@ constexpr parse_status parse_action(std::string_view s, action& out) {
     if (s.empty()) return {"an action, got empty text", 0};
     std::size_t pos = 0;
     if (s[0] == '(') {
+        // Spaces around the sub-actions are not part of them (PyTorch strips each).
+        const auto skip_spaces = [&s](std::size_t& at) {
+            while (at < s.size() && (s[at] == ' ' || s[at] == '\t')) ++at;
+        };
         pos = 1;
         action f, b;
+        skip_spaces(pos);
+        const std::size_t f_at = pos;
         if (auto st = parse_simple(s, pos, f); !st) return st;
+        skip_spaces(pos);
         if (pos >= s.size() || s[pos] != ';') return {"';' between the overlapped actions", pos};
-        const std::size_t b_at = ++pos;
+        ++pos;
+        skip_spaces(pos);
+        const std::size_t b_at = pos;
         if (auto st = parse_simple(s, pos, b); !st) return st;
+        skip_spaces(pos);
         if (pos >= s.size() || s[pos] != ')') return {"')' closing the overlapped actions", pos};
         ++pos;
         constexpr std::string_view tail = "OVERLAP_F_B";
         if (s.substr(pos, tail.size()) != tail) return {"'OVERLAP_F_B' after ')'", pos};
         pos += tail.size();
         if (f.kind() != action_kind::forward)
-            return {"a forward (F) as the first overlapped action", 1};
+            return {"a forward (F) as the first overlapped action", f_at};
         if (b.kind() != action_kind::full_backward && b.kind() != action_kind::backward_input)
             return {"a backward (B or I) as the second overlapped action", b_at};
         if (pos != s.size()) return {"end of the action", pos};

@@ -34,12 +34,12 @@ ppsched_cli_test(generate_dualpipe_v_beyond_grid 0 STDOUT_HAS "OVERLAP_F_B"
 
 # Unsupported configurations: exit 2 with the schedule's message.
 ppsched_cli_test(generate_unsupported 2
-                 STDERR_HAS "dualpipe_v: microbatches (7) must be >= the number of stages (8"
+                 STDERR_HAS "DualPipeV: microbatches (7) must be >= the number of stages (8"
                  ARGS generate DualPipeV --ranks 4 --microbatches 7)
 ppsched_cli_test(generate_rounds 2
-                 STDERR_HAS "interleaved_1f1b: microbatches (9) must be divisible by the number of rounds (2)"
+                 STDERR_HAS "Interleaved1F1B: microbatches (9) must be divisible by the number of rounds (2)"
                  ARGS generate Interleaved1F1B --ranks 4 --microbatches 9)
-ppsched_cli_test(generate_single_stage 2 STDERR_HAS "one_f_one_b: stages_per_rank (2) must be 1"
+ppsched_cli_test(generate_single_stage 2 STDERR_HAS "1F1B: stages_per_rank (2) must be 1"
                  ARGS generate 1F1B --ranks 4 --microbatches 8 --stages-per-rank 2)
 ppsched_cli_test(generate_unknown 2 STDERR_HAS "unknown schedule 'ZB2P'"
                  ARGS generate ZB2P --ranks 4 --microbatches 8)
@@ -75,7 +75,7 @@ ppsched_cli_test(generate_megatron_default_group_size 0
                  STDOUT "same-as:${megatron}/compute/Megatron_pp2_v2_mb8_g2.csv"
                  ARGS generate megatroninterleaved --ranks 2 --microbatches 8)
 ppsched_cli_test(generate_megatron_remainder 2
-                 STDERR_HAS "megatron_interleaved: microbatches % microbatch_group_size must be 0 or >= ranks (got 8 % 7 = 1 with 2 ranks)"
+                 STDERR_HAS "MegatronInterleaved: microbatches % microbatch_group_size must be 0 or >= ranks (got 8 % 7 = 1 with 2 ranks)"
                  ARGS generate MegatronInterleaved --ranks 2 --microbatches 8
                       --microbatch-group-size 7)
 ppsched_cli_test(generate_megatron_group_range 2
@@ -83,7 +83,7 @@ ppsched_cli_test(generate_megatron_group_range 2
                  ARGS generate MegatronInterleaved --ranks 4 --microbatches 8
                       --microbatch-group-size 3)
 ppsched_cli_test(generate_group_size_not_taken 2
-                 STDERR_HAS "gpipe: unknown parameter 'microbatch_group_size' (it takes none)"
+                 STDERR_HAS "GPipe: unknown parameter 'microbatch_group_size' (it takes none)"
                  ARGS generate GPipe --ranks 2 --microbatches 4 --microbatch-group-size 2)
 ppsched_cli_test(generate_group_size_not_a_number 2
                  STDERR_HAS "--microbatch-group-size expects an integer"
@@ -96,5 +96,5 @@ ppsched_cli_test(generate_interleaved_overlap 0
                  STDOUT "same-as:${overlap}/compute/1f1b_interleave_overlap_pp4_mb16_v2_p2p0.csv"
                  ARGS generate 1f1b_interleave_overlap --ranks 4 --microbatches 16)
 ppsched_cli_test(generate_interleaved_overlap_deadlock 2
-                 STDERR_HAS "interleaved_1f1b_overlap: microbatches (6) must be a multiple of ranks (4)"
+                 STDERR_HAS "1f1b_interleave_overlap: microbatches (6) must be a multiple of ranks (4)"
                  ARGS generate InterleavedOverlap --ranks 4 --microbatches 6)

@@ -23,7 +23,7 @@ ppsched_cli_test(simulate_unknown_schedule 2 STDERR_HAS "unknown schedule 'Frob'
                  ARGS simulate Frob --ranks 2 --microbatches 2)
 ppsched_cli_test(simulate_missing_ranks 2 STDERR_HAS "missing option --ranks"
                  ARGS simulate 1F1B --microbatches 2)
-ppsched_cli_test(simulate_unsupported_config 2 STDERR_HAS "one_f_one_b: microbatches"
+ppsched_cli_test(simulate_unsupported_config 2 STDERR_HAS "1F1B: microbatches"
                  ARGS simulate 1F1B --ranks 4 --microbatches 2)
 ppsched_cli_test(simulate_negative_cost 2 STDERR_HAS "--f expects a non-negative number"
                  ARGS simulate 1F1B --ranks 2 --microbatches 2 --f -1)

@@ -7,7 +7,7 @@ set(dualpipe_csv ${PPSCHED_CONFORMANCE_DIR}/dualpipe/compute/DualPipe_pp4_mb8.cs
 
 ppsched_cli_test(generate_dualpipe_as_deepseek 0 STDOUT "same-as:${dualpipe_csv}"
                  ARGS generate DualPipe --ranks 4 --microbatches 8 --for ppsched)
-ppsched_cli_test(generate_dualpipe_odd_ranks 2 STDERR_HAS "dualpipe: ranks (3) must be even"
+ppsched_cli_test(generate_dualpipe_odd_ranks 2 STDERR_HAS "DualPipe: ranks (3) must be even"
                  ARGS generate dualpipe --ranks 3 --microbatches 8)
 ppsched_cli_test(simulate_dualpipe 0 STDOUT_HAS "makespan"
                  ARGS simulate DualPipe --ranks 4 --microbatches 8)
@@ -17,8 +17,9 @@ ppsched_cli_test(simulate_dualpipe_csv_inferred 0 STDOUT_HAS "makespan"
                  ARGS simulate --csv ${dualpipe_csv})
 ppsched_cli_test(simulate_dualpipe_csv_placement 0 STDOUT_HAS "makespan"
                  ARGS simulate --csv ${dualpipe_csv} --placement dual)
-# As one V pipeline the direction-1 forwards wait for stage 3's, which never run them.
-ppsched_cli_test(simulate_dualpipe_csv_as_v 1 STDERR_HAS "deadlock"
+# As one V pipeline every stage must run every microbatch: the validation's report names what
+# is missing (before the deadlock it causes: direction-1 forwards wait for stage 3's).
+ppsched_cli_test(simulate_dualpipe_csv_as_v 1 STDERR_HAS "missing 0F4"
                  ARGS simulate --csv ${dualpipe_csv} --placement v)
 ppsched_cli_test(simulate_placement_unknown 2 STDERR_HAS "--placement must be loop, v or dual"
                  ARGS simulate --csv ${dualpipe_csv} --placement zigzag)

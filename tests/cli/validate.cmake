@@ -97,12 +97,59 @@ ppsched_cli_test(simulate_memory_unit 0 STDOUT_HAS "memory: in memory units"
 ppsched_cli_test(compare_memory_unit 0 STDOUT_HAS "memory: in memory units"
                  ARGS compare --ranks 2 --microbatches 4)
 
-# A file whose own indices fit its size, checked against more ranks than it can serve: the
-# message is about --ranks, not about a cell of the file.
-ppsched_cli_test(validate_too_few_actions_for_ranks 2 STDERR_HAS "too few for 5 ranks"
-                 ARGS validate ${data}/good_lf.csv --ranks 5)
 # A UTF-8 byte order mark (some Windows editors write one) is not part of the order.
 ppsched_cli_test(validate_byte_order_mark 0 STDOUT_HAS "valid (2 ranks"
                  ARGS validate ${data}/good_bom.csv)
 ppsched_cli_test(calibrate_directory 2 STDERR_HAS "is a directory"
                  ARGS calibrate ${data})
+
+# --- files as editors and typos leave them (second review of the readers) ------------------------
+# Blank lines at the end are an editor's trailing newlines, not ranks; lone CRs end lines.
+ppsched_cli_test(validate_trailing_blank_lines 0 STDOUT_HAS "valid (2 ranks"
+                 ARGS validate ${data}/good_trailing_blank_lines.csv)
+ppsched_cli_test(validate_cr_line_ends 0 STDOUT_HAS "valid (2 ranks"
+                 ARGS validate ${data}/good_cr.csv)
+# Spaces around the sub-actions of an OVERLAP_F_B, as PyTorch strips them.
+ppsched_cli_test(validate_overlap_spaces 0 STDOUT_HAS "valid (1 rank"
+                 ARGS validate ${data}/good_overlap_spaces.csv)
+# A one-character typo (0B17 among 8 microbatches): a violation at its rank and step, with the
+# sizes the other actions show, not a refused file.
+ppsched_cli_test(validate_typo_microbatch 1
+                 STDOUT_HAS "rank 0, step 45: 0B17: microbatch index out of range"
+                 ARGS validate ${data}/typo_microbatch.csv)
+ppsched_cli_test(validate_typo_microbatch_sizes 1 STDOUT_HAS "4 ranks, 2 stages per rank, 8 microbatches"
+                 ARGS validate ${data}/typo_microbatch.csv)
+ppsched_cli_test(show_typo_microbatch 0 STDOUT_HAS "0B17" ARGS show ${data}/typo_microbatch.csv)
+# More ranks than rows: the order is invalid (exit 1), as with any other rank count.
+ppsched_cli_test(validate_far_fewer_rows_than_ranks 1 STDOUT_HAS "the order has 2 rows but the configuration has 5 ranks"
+                 ARGS validate ${data}/good_lf.csv --ranks 5)
+# One action on the wrong rank of a V: the placement the others fit, one violation.
+ppsched_cli_test(validate_v_one_misplaced 1 STDOUT_HAS "1 violation:"
+                 ARGS validate ${data}/v_one_misplaced.csv)
+ppsched_cli_test(validate_v_one_misplaced_placement 1 STDOUT_HAS "placement v"
+                 ARGS validate ${data}/v_one_misplaced.csv)
+# Lowered orders PyTorch's runtime fails on.
+ppsched_cli_test(validate_unused_unshard 1 STDOUT_HAS "[unused_unshard]"
+                 ARGS validate ${data}/lowered_unused_unshard.csv)
+ppsched_cli_test(validate_idle_in_lowered 1 STDOUT_HAS "rank 0, step 1: an empty slot in a lowered order"
+                 ARGS validate ${data}/lowered_idle_slot.csv)
+ppsched_cli_test(validate_missing_reduce_grad 1 STDOUT_HAS "stage 1 has no REDUCE_GRAD"
+                 ARGS validate ${data}/lowered_missing_reduce_grad.csv)
+# simulate names the missing action, not the deadlock it causes.
+ppsched_cli_test(simulate_missing_before_deadlock 1 STDERR_HAS "missing 3F0"
+                 ARGS simulate --csv ${data}/missing_stage.csv)
+ppsched_cli_test(timeline_missing_before_deadlock 1 STDERR_HAS "missing 3F0"
+                 ARGS timeline --csv ${data}/missing_stage.csv)
+# One order per command: a second --csv is refused, not ignored.
+ppsched_cli_test(timeline_two_csv 2 STDERR_HAS "--csv given 2 times"
+                 ARGS timeline --csv ${data}/good_lf.csv --csv ${data}/good_crlf.csv)
+ppsched_cli_test(show_error_step_beyond 2 STDERR_HAS "--error-step 9 is beyond the table (3 steps: 0..2)"
+                 ARGS show ${data}/good_lf.csv --error-step 9)
+# Errors name schedules as the user does, without C++ names.
+ppsched_cli_test(simulate_error_schedule_name 2 STDERR_HAS "error: 1F1B: microbatches (1) must be >= ranks (4)"
+                 ARGS simulate 1F1B --ranks 4 --microbatches 1)
+ppsched_cli_test(simulate_error_no_cpp_name 2 STDERR_HAS "error: B must be >= the given I or W"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 2 --b 0.5 --i 1)
+# An order that runs but fails validation is not "ok" in the report.
+ppsched_cli_test(report_fails_validation_status 1 STDOUT_HAS "\"status\":\"fails validation\""
+                 ARGS report --csv ${data}/dropped_backward.csv --output -)

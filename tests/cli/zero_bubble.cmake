@@ -55,15 +55,15 @@ ppsched_cli_test(generate_zb_1f1b 0 STDOUT "same-as:${zb}/compute/1F1B_pp8_mb16_
 # ZB-V-Hand is ZBVZeroBubble, whose rows start with idle slots (PyTorch's form).
 ppsched_cli_test(generate_zb_v_hand 0 STDOUT_HAS ",1F0,2F0,1F1,2F1,2I0,2W0,1F2"
                  ARGS generate ZB-V-Hand --ranks 2 --microbatches 4)
-ppsched_cli_test(generate_zb_h2_rejects 2 STDERR_HAS "zb_h2: microbatches (7) must be >= 2 * ranks (8)"
+ppsched_cli_test(generate_zb_h2_rejects 2 STDERR_HAS "ZB-H2: microbatches (7) must be >= 2 * ranks (8)"
                  ARGS generate ZB-H2 --ranks 4 --microbatches 7)
 ppsched_cli_test(generate_planning_help 0 STDOUT_HAS "--memory-limit X" ARGS generate --help)
 # A schedule that does not plan with costs says so instead of ignoring them.
-ppsched_cli_test(generate_costs_not_taken 2 STDERR_HAS "zb_h1: unknown parameter 'costs'"
+ppsched_cli_test(generate_costs_not_taken 2 STDERR_HAS "ZB-H1: unknown parameter 'costs'"
                  ARGS generate ZB-H1 --ranks 2 --microbatches 4 --f 1 --i 1.25 --w 0.75)
 ppsched_cli_test(generate_memory_limit_not_taken 2 STDERR_HAS "unknown parameter 'memory_limit'"
                  ARGS generate 1F1B-V --ranks 2 --microbatches 4 --memory-limit 4)
 ppsched_cli_test(generate_bad_cost 2 STDERR_HAS "--comm expects a non-negative number, got '-1'"
                  ARGS generate ZB-H1 --ranks 2 --microbatches 4 --comm -1)
-ppsched_cli_test(generate_zero_memory_limit 2 STDERR_HAS "--memory-limit must be > 0"
+ppsched_cli_test(generate_zero_memory_limit 2 STDERR_HAS "--memory-limit must be a number > 0"
                  ARGS generate ZB-H1 --ranks 2 --microbatches 4 --memory-limit 0)

@@ -21,15 +21,15 @@ ppsched_cli_test(generate_v_half 0 STDOUT "same-as:${zb}/compute/V-Half_pp8_mb16
 ppsched_cli_test(generate_v_min 0 STDOUT "same-as:${zb}/compute/V-Min_pp4_mb16_uniform.csv"
                  ARGS generate v-min --ranks 4 --microbatches 16)
 ppsched_cli_test(generate_zb_v_limit_too_small 2
-                 STDERR_HAS "zb_v: memory_limit (7.5) must be >= 2 * ranks (4)"
+                 STDERR_HAS "ZB-V: memory_limit (7.5) must be >= 2 * ranks (4)"
                  ARGS generate ZB-V --ranks 4 --microbatches 8 --memory-limit 7.5)
 ppsched_cli_test(generate_zb_limit_too_small 2
-                 STDERR_HAS "zb_auto: memory_limit (0.5) must be 0 (no limit) or >= costs.activation (1)"
+                 STDERR_HAS "ZB: memory_limit (0.5) must be 0 (no limit) or >= costs.activation (1)"
                  ARGS generate ZB --ranks 4 --microbatches 8 --memory-limit 0.5)
 ppsched_cli_test(generate_zb_1p_no_limit 2
-                 STDERR_HAS "zb_1p: unknown parameter 'memory_limit' (it takes costs)"
+                 STDERR_HAS "ZB-1P: unknown parameter 'memory_limit' (it takes costs)"
                  ARGS generate ZB-1P --ranks 4 --microbatches 8 --memory-limit 4)
-ppsched_cli_test(generate_v_half_no_costs 2 STDERR_HAS "v_half: unknown parameter 'costs'"
+ppsched_cli_test(generate_v_half_no_costs 2 STDERR_HAS "V-Half: unknown parameter 'costs'"
                  ARGS generate V-Half --ranks 4 --microbatches 8 --f 2)
-ppsched_cli_test(generate_zb_v_stages 2 STDERR_HAS "zb_v: stages_per_rank (3) must be 2"
+ppsched_cli_test(generate_zb_v_stages 2 STDERR_HAS "ZB-V: stages_per_rank (3) must be 2"
                  ARGS generate ZB-V --ranks 4 --microbatches 8 --stages-per-rank 3)

@@ -206,7 +206,7 @@ inline void set_stage(std::string_view source, const ppsched::detail::json::valu
 /// Reads a cost model from a JSON file. Throws `parse_error` as `read_cost_json` does, or when
 /// the file cannot be opened.
 [[nodiscard]] inline cost_model read_cost_json_file(const std::string& path) {
-    return read_cost_json(read_file(path), path);
+    return read_cost_json(read_file(path), ppsched::detail::printable(path, 1024));
 }
 
 /// Writes a cost model as JSON that `read_cost_json` reads back to an equal model: the uniform

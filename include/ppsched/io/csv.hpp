@@ -1,11 +1,13 @@
 #pragma once
 /// \file io/csv.hpp
 /// PyTorch's CSV form of a pipeline order (`_dump_csv` / `_load_csv`): one row per rank, one
-/// action string per cell, an empty cell is an idle slot. Reads LF and CRLF, writes LF.
+/// action string per cell, an empty cell is an idle slot. Reads LF, CRLF and CR, writes LF.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <fstream>
+#include <istream>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -39,8 +41,12 @@ namespace detail {
 /// then `_Action.from_str` per cell): cells are split at commas; a cell that starts with `"`
 /// is quoted (it ends at the next lone `"`, and `""` inside is one `"`); whitespace around a
 /// cell's text is ignored (`0F0, 0F1`), and a cell that is empty or only whitespace is an idle
-/// slot. LF and CRLF line ends. Not accepted (PyTorch cannot load them either): text after a
-/// quoted cell's closing quote, a quote after leading spaces, a quoted cell spanning lines.
+/// slot. LF, CRLF and CR line ends. A blank line is a rank without actions, but blank lines at
+/// the end of the text are ignored (an editor's trailing newlines). Refused: a quote after
+/// leading spaces (PyTorch refuses it too), and, stricter than PyTorch, text after a quoted
+/// cell's closing quote and a quoted cell spanning lines (PyTorch's pattern matches only the
+/// start of a cell, so `"0F0"x` and a quoted `0F0<newline>0F1` load there as 0F0: a typo
+/// silently dropped).
 /// Throws `parse_error` naming `source`, the 1-based line and column, and what was expected;
 /// a cell is quoted in messages with control characters escaped and cut to 80 characters.
 /// Complexity: linear in the text.
@@ -50,12 +56,12 @@ namespace detail {
     std::size_t line_no = 0, pos = 0;
     std::string unquoted;
     while (pos < text.size()) {
-        std::size_t eol = text.find('\n', pos);
+        // A line ends at LF, CRLF or a lone CR, as in Python's csv module.
+        std::size_t eol = text.find_first_of("\r\n", pos);
         if (eol == std::string_view::npos) eol = text.size();
         std::string_view line = text.substr(pos, eol - pos);
-        pos = eol + 1;
+        pos = eol + (eol + 1 < text.size() && text[eol] == '\r' && text[eol + 1] == '\n' ? 2 : 1);
         ++line_no;
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         rank_slots row;
         std::size_t at = 0;
         while (true) {
@@ -82,7 +88,8 @@ namespace detail {
                 }
                 if (!closed)
                     detail::csv_error(source, line_no, cell_start + 1,
-                                      "unterminated quoted cell (a closing '\"' is missing)");
+                                      "a quoted cell without its closing '\"' on this line "
+                                      "(a cell may not span lines: one line per rank)");
                 if (i < line.size() && line[i] != ',')
                     detail::csv_error(source, line_no, i + 1,
                                       "unexpected text after a quoted cell (expected ',' or the "
@@ -117,27 +124,45 @@ namespace detail {
             if (at >= line.size()) break;
             ++at; // the comma
         }
-        // A blank line is a rank with no slots, except at the very end of the text.
+        // A blank line is a rank with no slots (as Python's csv.reader reads it)...
         if (line.empty()) row.clear();
         rows.push_back(std::move(row));
     }
+    // ... except blank lines at the end of the text: an editor's trailing newlines, not ranks.
+    while (!rows.empty() && rows.back().empty()) rows.pop_back();
     return rows;
 }
 
-/// Checks that the indices of `rows` could belong to a valid order of this size, before a
-/// configuration is inferred from them (which sizes tables by stages x microbatches): a valid
-/// order naming stage S - 1 and microbatch M - 1 runs every (stage, microbatch) it owns, so it
-/// has at least S x M compute parts (S x M / 2 forwards and as many backwards with two
-/// directions). `infer_stages`, `infer_microbatches`: which of the two are inferred (the
-/// others are given, and indices beyond them are `validate`'s business). Throws `parse_error`
-/// naming the cell with the largest index. Complexity: linear in the slots.
+/// The sizes to read an order with (`inferable_sizes`): stages (a multiple of the ranks) and
+/// microbatches.
+struct inferred_sizes {
+    long long stages = 1;
+    long long microbatches = 1;
+};
+
+/// The stages and microbatches to read `rows` with, where they are inferred from its actions
+/// (`infer_stages`, `infer_microbatches`; the others are given, and indices beyond them are
+/// `validate`'s business). Sizing tables by stages x microbatches must stay linear in the
+/// file, so:
+/// 1. the highest indices (`infer_config`'s sizes) when a valid order of those sizes could
+///    have this many actions (it runs every (stage, microbatch) it owns: at least S x M
+///    compute parts, S x M / 2 forwards and as many backwards with two directions);
+/// 2. else the sizes its forwards show, when they fit that count: microbatches = the most
+///    forwards any stage runs, stages = the highest stage running at least half as many. An
+///    order with a typo (0B17 among 8 microbatches) is read with 8, and `validate` then
+///    names the action out of range instead of refusing the file;
+/// 3. else the highest indices if S x M is at most 4 x the parts + 1024 (a small table is
+///    harmless: e.g. a file of 2 rows checked against `--ranks 5`, which `validate` rejects);
+/// 4. else `parse_error`, naming the cell with the largest index.
 /// `ranks`: the pipeline's ranks (0: one per row); every rank holds as many stages.
+/// Complexity: O(n log n) in the actions (the forwards' stages are sorted in step 2).
 template <order_range R>
-void expect_inferable_indices(const R& rows, std::string_view source = "<csv>",
-                              bool infer_stages = true, bool infer_microbatches = true,
-                              int ranks = 0) {
+[[nodiscard]] inferred_sizes inferable_sizes(const R& rows, std::string_view source = "<csv>",
+                                             bool infer_stages = true,
+                                             bool infer_microbatches = true, int ranks = 0) {
     long long parts = 0, max_stage_seen = -1, max_mb = -1, row_count = 0;
     std::size_t stage_row = 0, stage_cell = 0, mb_row = 0, mb_cell = 0;
+    std::vector<int> forward_stages;
     std::size_t r = 0;
     for (const auto& row : rows) {
         std::size_t i = 0;
@@ -148,6 +173,7 @@ void expect_inferable_indices(const R& rows, std::string_view source = "<csv>",
                 for (int k = 0; k < n; ++k) {
                     const action& x = p[static_cast<std::size_t>(k)];
                     ++parts;
+                    if (x.kind() == action_kind::forward) forward_stages.push_back(x.stage());
                     if (x.stage() > max_stage_seen) {
                         max_stage_seen = x.stage();
                         stage_row = r;
@@ -166,20 +192,28 @@ void expect_inferable_indices(const R& rows, std::string_view source = "<csv>",
     }
     row_count = static_cast<long long>(r);
     const long long P = ranks > 0 ? ranks : (row_count > 0 ? row_count : 1);
+    const auto round_up = [P](long long top) { return top < 0 ? P : (top + P) / P * P; };
     // The stages are rounded up to a multiple of the ranks, as `infer_config` does.
-    const long long S = infer_stages ? (max_stage_seen + P) / P * P : 1;
-    const long long M = infer_microbatches ? max_mb + 1 : 1;
-    if (S * M <= parts || max_stage_seen < 0) return;
-    if (ranks > 0 && ranks != row_count && infer_stages && (max_stage_seen + 1) * M <= parts)
-        // The file's own indices fit its size: the given rank count is what does not.
-        throw parse_error(std::string(source) + ": " + std::to_string(parts) +
-                              (parts == 1 ? " action" : " actions") + " in " +
-                              std::to_string(row_count) + (row_count == 1 ? " row" : " rows") +
-                              ", too few for " + std::to_string(P) + " ranks: a valid order of " +
-                              std::to_string(S) + " stages and " + std::to_string(M) +
-                              (M == 1 ? " microbatch" : " microbatches") + " has at least " +
-                              std::to_string(S * M) + " actions (check --ranks)",
-                          0, 0);
+    const long long S = infer_stages ? round_up(max_stage_seen) : 1;
+    const long long M = infer_microbatches ? (max_mb < 0 ? 1 : max_mb + 1) : 1;
+    if (S * M <= parts || max_stage_seen < 0) return {S, M};
+    if (!forward_stages.empty()) {
+        std::sort(forward_stages.begin(), forward_stages.end());
+        long long most = 0; // forwards of the stage that runs the most
+        for (std::size_t i = 0, j = 0; i < forward_stages.size(); i = j) {
+            while (j < forward_stages.size() && forward_stages[j] == forward_stages[i]) ++j;
+            most = std::max(most, static_cast<long long>(j - i));
+        }
+        long long top = -1; // the highest stage with at least half as many
+        for (std::size_t i = 0, j = 0; i < forward_stages.size(); i = j) {
+            while (j < forward_stages.size() && forward_stages[j] == forward_stages[i]) ++j;
+            if (2 * static_cast<long long>(j - i) >= most) top = forward_stages[i];
+        }
+        const long long Sc = infer_stages ? round_up(top) : 1;
+        const long long Mc = infer_microbatches ? most : 1;
+        if (Sc * Mc <= parts) return {Sc, Mc};
+    }
+    if (S * M <= 4 * parts + 1024) return {S, M};
     // Name the index that is further out of reach.
     const bool blame_mb = infer_microbatches && (!infer_stages || M >= S);
     const std::size_t row = blame_mb ? mb_row : stage_row;
@@ -190,23 +224,28 @@ void expect_inferable_indices(const R& rows, std::string_view source = "<csv>",
         std::string(source) + ":" + std::to_string(row + 1) + ": cell " + std::to_string(cell + 1) +
             " names " + what + ", more than an order of this size can hold: a valid order with " +
             std::to_string(S) + (S == 1 ? " stage" : " stages") + " and " + std::to_string(M) +
-            " microbatches has at least " + std::to_string(S * M) + " actions, this one has " +
-            std::to_string(parts) +
-            " (give the configuration to check it against: --stages-per-rank, "
-            "--microbatches)",
+            (M == 1 ? " microbatch" : " microbatches") + " has at least " + std::to_string(S * M) +
+            " actions, this one has " + std::to_string(parts),
         row + 1, 0);
 }
 
 /// Reads CSV text into an order. The configuration is inferred from the actions unless given
-/// (then `expect_inferable_indices` first). Throws `parse_error` for bad text (an empty text
+/// (`inferable_sizes`, then `infer_config`). Throws `parse_error` for bad text (an empty text
 /// too: it names no rank) and `config_error` when `cfg` has a different rank count.
 [[nodiscard]] inline order read_csv(std::string_view text, std::string_view source = "<csv>") {
     auto rows = read_csv_rows(text, source);
     if (rows.empty())
         throw parse_error(
             std::string(source) + ":1:1: expected at least one row (the text is empty)", 1, 1);
-    expect_inferable_indices(rows, source);
-    const config cfg = infer_config(rows);
+    const inferred_sizes sizes = inferable_sizes(rows, source);
+    config cfg = infer_config(rows);
+    if (sizes.stages != cfg.num_stages() || sizes.microbatches != cfg.microbatches) {
+        // Read with the sizes its forwards show (a stray index is out of range of them).
+        // (Both are at most the action count, so they fit an int.)
+        cfg.stages_per_rank = static_cast<int>(sizes.stages / cfg.ranks);
+        cfg.microbatches = static_cast<int>(sizes.microbatches);
+        ppsched::detail::choose_placement(rows, cfg);
+    }
     return order(cfg, std::move(rows));
 }
 [[nodiscard]] inline order read_csv(std::string_view text, const config& cfg,
@@ -218,13 +257,38 @@ void expect_inferable_indices(const R& rows, std::string_view source = "<csv>",
     return order(cfg, std::move(rows));
 }
 
-/// Reads a whole file. Throws `parse_error` (line 0) when the file cannot be opened.
-[[nodiscard]] inline std::string read_file(const std::string& path) {
+/// The most `read_file` and `read_stream` read by default (1 GiB): a larger input (a wrong
+/// path such as /dev/zero, a runaway generator) is refused instead of filling the memory.
+inline constexpr std::size_t default_max_input_bytes = std::size_t{1} << 30;
+
+/// Reads all of `in` (named `name` in messages). Throws `parse_error` (line 0) when the stream
+/// fails or holds more than `max_bytes`; never returns a part of the input (a failed read,
+/// out of memory included, is an error, not the end of the text).
+[[nodiscard]] inline std::string read_stream(std::istream& in, std::string_view name,
+                                             std::size_t max_bytes = default_max_input_bytes) {
+    std::string text;
+    std::vector<char> buffer(std::size_t{1} << 16);
+    while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+        const auto n = static_cast<std::size_t>(in.gcount());
+        if (n > max_bytes - text.size())
+            throw parse_error(ppsched::detail::printable(name, 1024) + ": larger than the " +
+                                  std::to_string(max_bytes) + " bytes ppsched reads",
+                              0, 0);
+        text.append(buffer.data(), n);
+    }
+    if (in.bad()) throw parse_error(ppsched::detail::printable(name, 1024) + ": read error", 0, 0);
+    return text;
+}
+
+/// Reads a whole file (see `read_stream`). Throws `parse_error` (line 0) when the file cannot be
+/// opened or read, or is larger than `max_bytes`.
+[[nodiscard]] inline std::string read_file(const std::string& path,
+                                           std::size_t max_bytes = default_max_input_bytes) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw parse_error(path + ": cannot open file for reading", 0, 0);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return std::move(ss).str();
+    if (!in)
+        throw parse_error(ppsched::detail::printable(path, 1024) + ": cannot open file for reading",
+                          0, 0);
+    return read_stream(in, path, max_bytes);
 }
 
 /// Reads a CSV file into an order (configuration inferred).

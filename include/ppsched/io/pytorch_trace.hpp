@@ -432,7 +432,8 @@ inline bool is_compute_kind(action_kind k) {
 read_pytorch_trace_files(const std::vector<std::string>& paths) {
     std::vector<trace_text> files;
     files.reserve(paths.size());
-    for (const auto& p : paths) files.push_back({read_file(p), p});
+    for (const auto& p : paths)
+        files.push_back({read_file(p), ppsched::detail::printable(p, 1024)});
     return read_pytorch_trace(files);
 }
 

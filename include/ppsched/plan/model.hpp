@@ -347,7 +347,7 @@ class model_reader {
 
 /// Reads the model description in file `path`. Throws `parse_error`.
 [[nodiscard]] inline model_description read_model_json_file(const std::string& path) {
-    return read_model_json(io::read_file(path), path);
+    return read_model_json(io::read_file(path), ppsched::detail::printable(path, 1024));
 }
 
 } // namespace ppsched
