@@ -78,3 +78,16 @@ TEST_CASE("a unit-step run of a lowered order gives a lowered timeline", "[step_
     for (const auto& t : sim.timeline) p2p += t.on == stream::p2p;
     CHECK(p2p == 2 * 2 * 3 * 8); // a send and a receive per hand-over, 3 boundaries x 2 ways
 }
+
+TEST_CASE("an overlapped forward and backward both hold their activations in the step",
+          "[step_timeline]") {
+    // 0F0, then F of microbatch 1 with B of microbatch 0, then 0B1: as simulate counts it (a
+    // forward allocates at its start, a backward frees at its end), two are held at step 1.
+    order o(config{.ranks = 1, .microbatches = 2});
+    o.push(0, action::forward(0, 0));
+    o.push(0, action::overlap(action::forward(0, 1), action::full_backward(0, 0)));
+    o.push(0, action::full_backward(0, 1));
+    const simulation sim = step_timeline(o);
+    CHECK(sim.ranks[0].peak_activations == 2);
+    CHECK(sim.ranks[0].peak_activations_at == 1);
+}

@@ -232,7 +232,7 @@ TEST_CASE("zb_auto rejects what the authors' planner cannot serve, with the reas
         Contains("zb_1p: stages_per_rank (2) must be 1"));
     CHECK_THROWS_WITH(ppsched::generate(ppsched::zb_2p{{.backward_weight = -1}}, cfg48),
                       Contains("zb_2p: costs.forward, backward_input, backward_weight and comm "
-                               "must be finite non-negative numbers"));
+                               "must be non-negative numbers below 1e300"));
     CHECK_THROWS_WITH(ppsched::generate(ppsched::zb_auto{{.input_grad_frees = 1.5}}, cfg48),
                       Contains("input_grad_frees must be in [0, 1]"));
     CHECK_THROWS_WITH(ppsched::generate(ppsched::zb_auto{{.activation = 0}}, cfg48),

@@ -67,8 +67,7 @@ int cmd_render(std::span<const std::string> argv, output& out) {
     opts.labels = !a.has("--no-labels");
     if (const auto limit = a.value("--memory-limit")) {
         if (!a.has("--memory")) throw usage_error("--memory-limit needs --memory");
-        opts.memory_limit = parse_number(*limit, "--memory-limit");
-        if (!(*opts.memory_limit > 0)) throw usage_error("--memory-limit must be > 0");
+        opts.memory_limit = parse_positive(*limit, "--memory-limit");
     }
     if (a.has("--memory")) {
         if (t.chart.steps) throw usage_error("--memory needs a timed chart (not --steps)");

@@ -118,12 +118,18 @@ int cmd_report(std::span<const std::string> argv, output& out) {
     bool names = false, files = false;
     for (const auto& s : parts.sources) (s[0].rfind("--csv", 0) == 0 ? files : names) = true;
     if (names && files) throw usage_error("give schedule NAMEs or --csv FILEs, not both");
+    // Standard input can be read once.
+    const auto is_stdin = [](const std::vector<std::string>& s) {
+        return s == std::vector<std::string>{"--csv", "-"} ||
+               s == std::vector<std::string>{"--csv=-"};
+    };
+    if (std::count_if(parts.sources.begin(), parts.sources.end(), is_stdin) > 1)
+        throw usage_error("--csv - given twice: standard input can be read only once");
 
     io::report_options opts;
     opts.title = all.value("--title").value_or("");
     if (const auto limit = all.value("--memory-limit")) {
-        opts.memory_limit = parse_number(*limit, "--memory-limit");
-        if (!(*opts.memory_limit > 0)) throw usage_error("--memory-limit must be > 0");
+        opts.memory_limit = parse_positive(*limit, "--memory-limit");
     }
 
     std::vector<io::report_schedule> schedules;
@@ -159,8 +165,8 @@ int cmd_report(std::span<const std::string> argv, output& out) {
         else
             problems += "ppsched: report: " + title + ": " + describe_problem(s.sim) + "\n";
         if (!v.valid())
-            problems += "ppsched: report: " + title + ": " + std::to_string(v.size()) +
-                        " validation problem" + (v.size() == 1 ? "" : "s") +
+            problems += "ppsched: report: " + title + ": " + std::to_string(v.total()) +
+                        " validation problem" + (v.total() == 1 ? "" : "s") +
                         ", first: " + describe(v[0]) + "\n";
     }
     const std::string html = io::write_html_report(schedules, opts);

@@ -18,7 +18,9 @@ namespace {
 
 constexpr std::array<option, 3> timeline_own_options{{
     {"--width", "N", "at most N columns of time (default 100)"},
-    {"--units-per-column", "X", "time units per column (default: 1, or what fits --width)"},
+    {"--units-per-column", "X",
+     "time units per column (default: 1, or what fits --width; finer when the step takes under "
+     "5 units)"},
     {"--summary", "", "also print the summary (makespan, bubble, peak memory per rank)"},
 }};
 
@@ -49,8 +51,7 @@ int cmd_timeline(std::span<const std::string> argv, output& out) {
     if (auto v = a.value("--units-per-column")) {
         if (a.has("--width"))
             throw usage_error("--width and --units-per-column exclude each other");
-        opts.units_per_column = parse_number(*v, "--units-per-column");
-        if (!(opts.units_per_column > 0)) throw usage_error("--units-per-column must be > 0");
+        opts.units_per_column = parse_positive(*v, "--units-per-column");
     }
     const loaded_timeline t = load_timeline(a);
     if (!t.problem.empty()) {

@@ -51,8 +51,7 @@ int cmd_trace(std::span<const std::string> argv, output& out) {
     if (!path) throw usage_error("missing option --output FILE.json");
     io::trace_options opts;
     if (auto v = a.value("--us-per-unit")) {
-        opts.microseconds_per_unit = parse_number(*v, "--us-per-unit");
-        if (!(opts.microseconds_per_unit > 0)) throw usage_error("--us-per-unit must be > 0");
+        opts.microseconds_per_unit = parse_positive(*v, "--us-per-unit");
     }
     const loaded_timeline t = load_timeline(a);
     if (!t.problem.empty()) {

@@ -15,18 +15,20 @@ namespace ppsched {
 
 /// The costs of one stage. Every field is optional: an unset field falls back to the cost
 /// model's `uniform` value and then to the defaults of `resolved_stage_costs`, so a per-stage
-/// entry only names what differs. Durations and memory are in any consistent units.
+/// entry only names what differs. Durations and memory are in any consistent units. (Each
+/// field has a default initializer, so `stage_costs{.forward = 2}` names one field without
+/// -Wmissing-field-initializers.)
 struct stage_costs {
-    std::optional<double> forward;         ///< `F`
-    std::optional<double> backward_input;  ///< `I`
-    std::optional<double> backward_weight; ///< `W`
-    std::optional<double> full_backward;   ///< `B`
+    std::optional<double> forward{};         ///< `F`
+    std::optional<double> backward_input{};  ///< `I`
+    std::optional<double> backward_weight{}; ///< `W`
+    std::optional<double> full_backward{};   ///< `B`
     /// An `OVERLAP_F_B` whose forward part runs on this stage (default: the sum of its parts).
-    std::optional<double> overlap_f_b;
-    std::optional<double> unshard;     ///< `UNSHARD` on the communication stream
-    std::optional<double> reduce_grad; ///< `REDUCE_GRAD` on the communication stream
-    std::optional<double> activation;  ///< memory one microbatch's `F` keeps until its backward
-    std::optional<double> parameters;  ///< memory of the stage's parameters (held throughout)
+    std::optional<double> overlap_f_b{};
+    std::optional<double> unshard{};     ///< `UNSHARD` on the communication stream
+    std::optional<double> reduce_grad{}; ///< `REDUCE_GRAD` on the communication stream
+    std::optional<double> activation{};  ///< memory one microbatch's `F` keeps until its backward
+    std::optional<double> parameters{};  ///< memory of the stage's parameters (held throughout)
 
     friend constexpr bool operator==(const stage_costs&, const stage_costs&) noexcept = default;
 };
@@ -110,6 +112,8 @@ struct cost_model {
             r.full_backward = checked(*b, "B");
             r.backward_input = i ? *i : (w ? *b - *w : *b / 2);
             r.backward_weight = w ? *w : *b - r.backward_input;
+            // (I, W and B all given are taken as they are: a fused B is its own kernel and may
+            // cost anything; only an I or W derived from B must not be negative.)
             PPSCHED_EXPECTS(r.backward_input >= 0 && r.backward_weight >= 0,
                             "ppsched::cost_model: B must be >= the given I or W (stage ", stage,
                             ")");

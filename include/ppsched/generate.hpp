@@ -23,14 +23,21 @@ namespace ppsched {
 }
 
 /// The pipeline order of the schedule `policy` for `cfg` (placement taken from the policy).
-/// Throws `config_error` (at compile time: a diagnostic) when `cfg` is malformed or the schedule
-/// does not support it. Complexity: linear in the number of slots produced.
+/// Throws `config_error` (at compile time: a diagnostic) when `cfg` is malformed, would make
+/// 2^31 slots or more (`estimated_slots`), or the schedule does not support it. Complexity: linear
+/// in the number of slots produced.
 template <schedule S>
 [[nodiscard]] constexpr order generate(const S& policy, config cfg) {
     cfg.placement = S::placement;
     // Counts first (a policy may divide by them), then the policy's own message, which says
     // more than the placement's generic requirement (e.g. `dual` needs even stages per rank).
     detail::check_counts(cfg);
+    // The generators index slots and steps with int: an order of 2^31 slots or more is out
+    // of reach (and of any machine's memory at 16 bytes a slot).
+    PPSCHED_EXPECTS(estimated_slots(cfg) < 2147483648.0, "ppsched::generate: ", cfg.ranks,
+                    " ranks x ", cfg.stages_per_rank, " stages per rank x ", cfg.microbatches,
+                    " microbatches would make about ", estimated_slots(cfg),
+                    " slots, more than the 2^31 an order may hold");
     policy.check(cfg);
     check(cfg);
     if constexpr (requires {

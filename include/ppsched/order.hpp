@@ -58,8 +58,7 @@ class order {
   public:
     constexpr order() = default;
     /// An empty order (no slots) for `cfg`; one row per rank.
-    constexpr explicit order(const config& cfg)
-        : cfg_(cfg), rows_(static_cast<std::size_t>(cfg.ranks)) {}
+    constexpr explicit order(const config& cfg) : cfg_(cfg), rows_(checked_ranks(cfg.ranks)) {}
     /// An order from rows already built. Requires: one row per rank.
     constexpr order(const config& cfg, std::vector<rank_slots> rows)
         : cfg_(cfg), rows_(std::move(rows)) {
@@ -71,6 +70,8 @@ class order {
     [[nodiscard]] constexpr const config& cfg() const noexcept { return cfg_; }
     [[nodiscard]] constexpr std::size_t num_ranks() const noexcept { return rows_.size(); }
 
+    /// A rank's slots. Requires: 0 <= rank < num_ranks() (not checked: the generators' inner
+    /// loops use these, as `std::vector::operator[]`).
     [[nodiscard]] constexpr rank_slots& operator[](std::size_t rank) noexcept {
         return rows_[rank];
     }
@@ -90,7 +91,7 @@ class order {
     [[nodiscard]] constexpr auto end() const noexcept { return rows_.end(); }
     [[nodiscard]] constexpr std::size_t size() const noexcept { return rows_.size(); }
 
-    /// Appends an action to a rank.
+    /// Appends an action to a rank. Requires: 0 <= r < num_ranks() (not checked, as `rank`).
     constexpr void push(int r, const action& a) { rank(r).push_back(a); }
     /// Appends an idle slot to a rank.
     constexpr void push_idle(int r) { rank(r).push_back(slot{}); }
@@ -128,6 +129,10 @@ class order {
     friend constexpr bool operator==(const order&, const order&) = default;
 
   private:
+    static constexpr std::size_t checked_ranks(int ranks) {
+        PPSCHED_EXPECTS(ranks >= 0, "ppsched::order: negative rank count (", ranks, ")");
+        return static_cast<std::size_t>(ranks);
+    }
     config cfg_{};
     std::vector<rank_slots> rows_;
 };
@@ -148,11 +153,14 @@ concept slot_like = requires(const T& s) {
 };
 
 /// Any range of per-rank ranges of slot-like elements (e.g. `order`,
-/// `std::vector<std::vector<action>>`, `std::vector<std::vector<std::optional<action>>>`).
+/// `std::vector<std::vector<action>>`, `std::vector<std::vector<std::optional<action>>>`), that
+/// can be read, rows included, through `const` references (the algorithms take them: a
+/// `filter_view` cannot).
 template <class R>
-concept order_range = std::ranges::forward_range<R> &&
-    std::ranges::forward_range<std::ranges::range_reference_t<R>> && slot_like<
-        std::remove_cvref_t<std::ranges::range_reference_t<std::ranges::range_reference_t<R>>>>;
+concept order_range = std::ranges::forward_range<const R> && std::ranges::forward_range<
+    const std::remove_reference_t<std::ranges::range_reference_t<const R>>> &&
+    slot_like<std::remove_cvref_t<std::ranges::range_reference_t<
+        const std::remove_reference_t<std::ranges::range_reference_t<const R>>>>>;
 
 /// Copies any order range into an `order` for `cfg`. Requires: one row per rank.
 template <order_range R>

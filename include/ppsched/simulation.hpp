@@ -30,7 +30,7 @@ enum class stream : std::uint8_t {
 }
 
 /// The same name as a NUL-terminated string: kept for code written against the first
-/// version (prefer `to_string_view`, which every enum of ppsched has).
+/// version (prefer `to_string_view`).
 [[nodiscard]] constexpr const char* to_chars(stream s) noexcept {
     return s == stream::compute ? "compute" : s == stream::comm ? "comm" : "p2p";
 }

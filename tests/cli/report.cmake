@@ -14,7 +14,7 @@ ppsched_cli_test(report_unknown_schedule 2 STDERR_HAS "unknown schedule 'Nope'"
                  ARGS report 1F1B Nope --ranks 4 --microbatches 8 --output x.html)
 ppsched_cli_test(report_steps_rejected 2 STDERR_HAS "unknown option '--steps'"
                  ARGS report 1F1B --ranks 4 --microbatches 8 --steps --output x.html)
-ppsched_cli_test(report_bad_limit 2 STDERR_HAS "--memory-limit must be > 0"
+ppsched_cli_test(report_bad_limit 2 STDERR_HAS "--memory-limit must be a number > 0"
                  ARGS report 1F1B --ranks 4 --microbatches 8 --memory-limit 0 --output x.html)
 ppsched_cli_test(report_stdout 0 STDOUT_HAS "<canvas id=\"chart\">"
                  ARGS report 1F1B --ranks 2 --microbatches 2 --output -)
@@ -44,3 +44,6 @@ ppsched_cli_test(render_memory_limit_alone 2 STDERR_HAS "--memory-limit needs --
                  ARGS render 1F1B --ranks 4 --microbatches 8 --memory-limit 5 --output -)
 ppsched_cli_test(render_memory_steps 2 STDERR_HAS "not --steps"
                  ARGS render 1F1B --ranks 4 --microbatches 8 --memory --steps --output -)
+# Standard input can be read once.
+ppsched_cli_test(report_stdin_twice 2 STDERR_HAS "--csv - given twice"
+                 ARGS report --csv - --csv - --output x.html)

@@ -10,6 +10,7 @@
 #include "ppsched/algorithms/add_send_recv.hpp"
 #include "ppsched/algorithms/add_unshard_reshard.hpp"
 #include "ppsched/algorithms/defer_recv.hpp"
+#include "ppsched/algorithms/detail/action_table.hpp"
 #include "ppsched/algorithms/merge_bw.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/algorithms/detail/lowering.hpp"
@@ -59,6 +60,14 @@ constexpr void expect_lowerable(const R& rows, const config& cfg, const lower_op
                             options.prefetch, ")");
         check(cfg);
     }
+    // The passes keep tables of stages x microbatches: bounded by the order's own size, as
+    // validate's (a valid order runs every (stage, microbatch) it owns), so a 2-action order
+    // checked against 2^31 microbatches is refused rather than given gigabytes.
+    PPSCHED_EXPECTS(tables_affordable(rows, cfg),
+                    "ppsched::lower: the order holds fewer slots "
+                    "than its configuration's stages x microbatches (",
+                    cfg.num_stages(), " x ", cfg.microbatches,
+                    "): it cannot be valid (validate it first)");
 }
 
 /// One scan checks the input and gathers the send/receive pass's plan.

@@ -52,15 +52,19 @@ template <order_range R>
                 if (t.on == stream::p2p) out.lowered = true;
                 std::array<action, 2> parts;
                 const int n = a->parts(parts);
-                for (int k = 0; k < n; ++k) {
-                    const action_kind kind = parts[static_cast<std::size_t>(k)].kind();
-                    if (kind == action_kind::forward) memory += 1;
-                    if (kind == action_kind::full_backward || kind == action_kind::backward_weight)
-                        memory -= 1;
-                }
+                // As `simulate` counts: a forward allocates at its start, a backward frees at its
+                // end, so in an OVERLAP_F_B both microbatches are held at once.
+                for (int k = 0; k < n; ++k)
+                    if (parts[static_cast<std::size_t>(k)].kind() == action_kind::forward)
+                        memory += 1;
                 if (memory > sum.peak_activations) {
                     sum.peak_activations = memory;
                     sum.peak_activations_at = t.start;
+                }
+                for (int k = 0; k < n; ++k) {
+                    const action_kind kind = parts[static_cast<std::size_t>(k)].kind();
+                    if (kind == action_kind::full_backward || kind == action_kind::backward_weight)
+                        memory -= 1;
                 }
                 sum.end = t.end;
                 out.timeline.push_back(t);

@@ -220,7 +220,8 @@ inline void append_schedule_summary(std::string& out, const io::report_schedule&
     out += std::string(",\"steps\":") + (s.steps || by_step ? "true" : "false") +
            ",\"extent\":" + shortest_number(extent) +
            ",\"lowered\":" + (sim.lowered ? "true" : "false") + ",\"status\":\"" +
-           (sim.status == simulation_status::ok         ? "ok"
+           // An order that runs but fails validation (a dropped action) is not "ok".
+           (sim.status == simulation_status::ok ? (s.problems.empty() ? "ok" : "fails validation")
             : sim.status == simulation_status::deadlock ? "deadlock"
                                                         : "invalid") +
            "\"";

@@ -158,9 +158,12 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
     out += "<rect x=\"" + svg_number(x0) + "\" y=\"" + svg_number(y) + "\" width=\"" +
            svg_number(plot) + "\" height=\"" + svg_number(height) +
            "\" fill=\"none\" stroke=\"#ccc\"/>\n";
-    out += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" + svg_number(vy(peak) + 4) +
-           "\">" + general_number(peak) + "</text><text class=\"rk\" x=\"" + svg_number(x0 - 8) +
-           "\" y=\"" + svg_number(bottom) + "\">0</text>\n";
+    // The peak's label on the axis, unless it would sit on the 0's (a peak far under the limit).
+    if (vy(peak) + 4 <= bottom - 11)
+        out += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" +
+               svg_number(vy(peak) + 4) + "\">" + general_number(peak) + "</text>";
+    out += "<text class=\"rk\" x=\"" + svg_number(x0 - 8) + "\" y=\"" + svg_number(bottom) +
+           "\">0</text>\n";
     const int ranks = static_cast<int>(memory.size());
     for (int r = 0; r < ranks; ++r) {
         const auto& curve = memory[static_cast<std::size_t>(r)];
@@ -203,8 +206,10 @@ inline double memory_chart(std::string& out, const chart& c, const memory_curves
         out += "<rect x=\"" + svg_number(x0 + 46 + 80.0 * r / ranks) + "\" y=\"" +
                svg_number(ky - 2) + "\" width=\"" + svg_number(80.0 / ranks + 0.3) +
                "\" height=\"6\" fill=\"" + hex(rank_color(r, ranks)) + "\"/>";
-    out += "<text class=\"pk\" x=\"" + svg_number(x0 + 132) + "\" y=\"" + svg_number(ky + 4) +
-           "\">rank " + std::to_string(std::max(ranks - 1, 0)) + "</text>\n";
+    if (ranks > 1) // (one rank: its name is already on the left)
+        out += "<text class=\"pk\" x=\"" + svg_number(x0 + 132) + "\" y=\"" + svg_number(ky + 4) +
+               "\">rank " + std::to_string(ranks - 1) + "</text>";
+    out += "\n";
     return ky + 12;
 }
 
@@ -384,6 +389,12 @@ inline void draw_actions(svg_layers& out, const chart& c, const svg_options& opt
     }
 }
 
+/// A stacked panel's heading: the schedule, its stages per rank and its numbers.
+[[nodiscard]] inline std::string panel_heading(const chart& c) {
+    return c.name + (c.name.empty() ? "" : " ") + "(V=" + std::to_string(c.cfg.stages_per_rank) +
+           (c.sim.lowered ? ", lowered" : "") + "): " + chart_stats(c);
+}
+
 /// Appends the panel of chart `c` (number `index`) with its top at `y`: its heading when
 /// stacked, each rank's label, idle lanes and peak memory, the actions, the makespan mark and
 /// its memory chart. Returns the y below it.
@@ -396,12 +407,10 @@ inline double draw_panel(svg_layers& out, const chart& c, std::size_t index,
     const double row = L.lane + (comm ? L.comm + 1 : 0) + L.gap;
     if (stacked) {
         out.body += "<text class=\"ph\" x=\"12\" y=\"" + svg_number(y + 15) + "\">";
-        append_xml_escaped(out.body, c.name + (c.name.empty() ? "" : " ") +
-                                         "(V=" + std::to_string(c.cfg.stages_per_rank) +
-                                         (c.sim.lowered ? ", lowered" : "") +
-                                         "): " + chart_stats(c));
+        append_xml_escaped(out.body, panel_heading(c));
         out.body += "</text>\n";
-        y += L.heading;
+        // The heading on a line of its own, above the "peak mem." column's label.
+        y += L.heading + 10;
     }
     out.body += "<text class=\"pk\" x=\"" + svg_number(x0 + plot + 8) + "\" y=\"" +
                 svg_number(y - 3) + "\">peak mem.</text>\n";
@@ -499,11 +508,17 @@ inline double draw_panel(svg_layers& out, const chart& c, std::size_t index,
     const svg_layout L = layout_for(e, opts);
     const double plot = e.span * L.px_per_unit;
 
-    const std::string title = !opts.title.empty() ? opts.title
-                              : stacked
-                                  ? std::to_string(charts.size()) + " schedules on one time axis"
-                              : charts.empty() ? std::string("pipeline")
-                                               : chart_title(charts[0]);
+    std::string title = !opts.title.empty() ? opts.title
+                        : stacked ? std::to_string(charts.size()) + " schedules on one time axis"
+                        : charts.empty() ? std::string("pipeline")
+                                         : chart_title(charts[0]);
+    // A title as long as a book would set the picture's width: cut to 200 bytes (whole UTF-8
+    // characters) and marked.
+    if (title.size() > 200) {
+        std::size_t cut = 200;
+        while (cut > 0 && (static_cast<unsigned char>(title[cut]) & 0xC0) == 0x80) --cut;
+        title = title.substr(0, cut) + "\xE2\x80\xA6"; // U+2026
+    }
     std::vector<std::string> sub;
     if (!stacked && !charts.empty()) {
         sub.push_back(chart_stats(charts[0]));
@@ -514,6 +529,9 @@ inline double draw_panel(svg_layers& out, const chart& c, std::size_t index,
     double width = L.left + plot + L.right;
     width = std::max(width, 24 + text_width(title, 16) * 1.05);
     for (const auto& s : sub) width = std::max(width, 24 + text_width(s, 12));
+    if (stacked) // each panel's heading, bold
+        for (const chart& c : charts)
+            width = std::max(width, 24 + text_width(panel_heading(c), 13) * 1.05);
     width = std::max(width, 480.0);
 
     svg_layers layers;

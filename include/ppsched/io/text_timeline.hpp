@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -86,9 +87,24 @@ namespace ppsched::io {
                 if (span / k <= width) break;
             }
         }
+        // Costs far below one unit (seconds, say) would fill a few columns: then the finest
+        // step of 1, 2 or 5 x 10^e that fits the width.
+        if (span > 0 && span < 5) {
+            const double target = span / width;
+            const double p = std::pow(10.0, std::floor(std::log10(target)));
+            for (const double m : {1.0, 2.0, 5.0, 10.0}) {
+                k = m * p;
+                if (span / k <= width) break;
+            }
+        }
     }
+    if (!(span > 0) || !(k > 0) || !std::isfinite(span / k))
+        return "(the makespan is " + ppsched::detail::timeline_number(span) +
+               ": nothing to draw)\n";
+    // (The margin absorbs rounding in a span that is a multiple of k; relative to the smaller
+    // of the two, so that a column wider than the whole span is still one column.)
     std::size_t columns = 0;
-    while (static_cast<double>(columns) * k < span - 1e-9 * k) ++columns;
+    while (static_cast<double>(columns) * k < span - 1e-9 * std::min(k, span)) ++columns;
     const auto R = static_cast<std::size_t>(cfg.ranks);
     std::vector<std::string> lines(R, std::string(columns, '.'));
     std::vector<double> best(R * columns, 0.0), busy(R * columns, 0.0);

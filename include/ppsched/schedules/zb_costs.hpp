@@ -62,7 +62,7 @@ constexpr void check_zb_costs(const zb_costs& c, const char* who) {
     PPSCHED_EXPECTS(ok(c.forward) && ok(c.backward_input) && ok(c.backward_weight) && ok(c.comm),
                     who,
                     ": costs.forward, backward_input, backward_weight and comm must be "
-                    "finite non-negative numbers");
+                    "non-negative numbers below 1e300 (larger ones overflow the planning)");
     PPSCHED_EXPECTS(ok(c.activation) && c.activation > 0, who,
                     ": costs.activation must be a positive number (it is the memory limit's "
                     "unit)");

@@ -78,7 +78,10 @@ struct tune_progress {
 /// How long `tune` may search, and how it reports.
 struct tune_options {
     /// Wall-clock budget in seconds; the search also stops when the gap is 0 or when it has
-    /// converged (every start point is at a local optimum and the restarts are spent).
+    /// converged (every start point is at a local optimum and the restarts are spent). It bounds
+    /// the search, not what comes before it: every applicable built-in schedule is generated and
+    /// timed first (linear in the actions: seconds at millions of microbatches), so the answer
+    /// is never worse than the best of them.
     double time_limit = 10;
     /// Stop after this many simulated orders (0: no limit). With this limit and a generous
     /// `time_limit` the result depends only on the problem, the options and `seed`.

@@ -261,11 +261,19 @@ function outline(L, i, color, width) {
   return { x0: x0, x1: x1, y: y + h / 2 };
 }
 
+// Significant digits that tell apart numbers `step` apart in the view (6 at least, 15 at most).
+function viewDigits(step) {
+  const top = Math.max(Math.abs(v0), Math.abs(v1), step);
+  return Math.min(15, Math.max(6, Math.ceil(Math.log10(top / step)) + 2));
+}
+
 function draw() {
   ctx.clearRect(0, 0, W, H);
   const step = niceStep(90 * (v1 - v0) / plotW);
   const ticks = [];
   for (let t = Math.ceil(v0 / step) * step; t <= v1; t += step) ticks.push(t);
+  // Enough digits that neighbouring ticks differ, however deep the zoom.
+  const tickDigits = viewDigits(step);
   for (const L of layout) {
     const S = L.S;
     // Heading.
@@ -288,7 +296,12 @@ function draw() {
     // Axis labels and grid.
     ctx.font = '11px DejaVu Sans, Verdana, Arial, sans-serif'; ctx.fillStyle = '#555';
     ctx.textAlign = 'center'; ctx.textBaseline = 'alphabetic';
-    for (const t of ticks) ctx.fillText(fmt(t), X(t), L.rowsTop - 5);
+    for (const t of ticks) {
+      const text = fmt(t, tickDigits);
+      // Not over the axis's name ("time", right-aligned left of the plot).
+      if (X(t) - ctx.measureText(text).width / 2 < LEFT - 6) continue;
+      ctx.fillText(text, X(t), L.rowsTop - 5);
+    }
     ctx.textAlign = 'right';
     ctx.fillText(S.steps ? 'step' : 'time', LEFT - 8, L.rowsTop - 5);
     ctx.strokeStyle = '#e3e3e3'; ctx.lineWidth = 1;
@@ -376,7 +389,8 @@ function draw() {
     ctx.restore();
   }
   const rng = document.getElementById('range');
-  rng.textContent = 'view ' + fmt(v0, 5) + ' \u2013 ' + fmt(v1, 5) + ' of ' + fmt(span);
+  const d = viewDigits((v1 - v0) / 10);
+  rng.textContent = 'view ' + fmt(v0, d) + ' \u2013 ' + fmt(v1, d) + ' of ' + fmt(span);
 }
 
 let pending = false;
@@ -416,9 +430,13 @@ function hit(x, y) {
     for (; j >= 0; j--) {
       const i = idx[j], a = start(S, i), b = end(S, i);
       if (a < t - S.lanes[r].maxDur[lane] - tol) break;
-      // The nearest; among those under the pointer, the shortest (receives may overlap).
-      const dist = (t < a ? a - t : t > b ? t - b : 0) * 1e6 + (b - a);
-      if (dist <= tol * 1e6 + (b - a) && dist < bestDist) { best = i; bestDist = dist; }
+      // Within two pixels: first an action drawn as a tick (a send inside a receive's span),
+      // the nearest; then one under the pointer, the shortest (receives may overlap); then a
+      // box whose edge is near.
+      const off = t < a ? a - t : t > b ? t - b : 0;
+      if (off > tol) continue;
+      const dist = b - a <= tol ? off : off === 0 ? tol + (b - a) : 1e9 + off;
+      if (dist < bestDist) { best = i; bestDist = dist; }
     }
     return best === null ? null : { L: L, S: S, i: best };
   }
@@ -524,10 +542,14 @@ document.getElementById('zoom-in').onclick = () => zoom(0.6);
 document.getElementById('zoom-out').onclick = () => zoom(1 / 0.6);
 document.getElementById('fit').onclick = () => setView(0, span * 1.01);
 document.getElementById('clear').onclick = () => { highlight = []; redraw(); };
-// The critical path of the whole step: from the action that ends last, in every schedule.
+// The critical path of the whole step: from the action that ends last, in every schedule (a
+// REDUCE_GRAD or a send may end it; at a tie the compute action, whose chain says more).
 function lastAction(S) {
   let best = -1;
-  for (let i = 0; i < S.count; i++) if (S.kind[i] <= K_O && (best < 0 || end(S, i) > end(S, best))) best = i;
+  for (let i = 0; i < S.count; i++) {
+    if (best >= 0 && end(S, i) < end(S, best)) continue;
+    if (best < 0 || end(S, i) > end(S, best) || (S.kind[i] <= K_O && S.kind[best] > K_O)) best = i;
+  }
   return best;
 }
 document.getElementById('critical').onclick = () => {
