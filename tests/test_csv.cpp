@@ -1,3 +1,4 @@
+#include <ppsched/algorithms/lower.hpp>
 #include <ppsched/algorithms/validate.hpp>
 #include <ppsched/io/csv.hpp>
 #include <ppsched/registry.hpp>
@@ -112,9 +113,9 @@ TEST_CASE("cells with spaces and quoted cells read as PyTorch's loader reads the
 TEST_CASE("indices no order of the file's size could hold are refused before inference",
           "[csv][errors]") {
     // Indices that neither the file's own sizes nor its forwards' make a table linear in the
-    // file (a lone backward of microbatch 10^8, a lone forward of stage 65535): a clear error
+    // file (a lone backward of microbatch 10^8, or of stage 65535 and microbatch 70000): an error
     // naming the cell.
-    for (const char* text : {"0B100000000\n", "65535F0\n"}) {
+    for (const char* text : {"0B100000000\n", "65535B70000\n"}) {
         INFO(text);
         try {
             (void)ppsched::io::read_csv(text, "f.csv");
@@ -214,4 +215,31 @@ TEST_CASE("read_stream refuses more than its limit and never returns a part", "[
     CHECK_THROWS_AS(ppsched::io::read_stream(big, "b", 8), ppsched::parse_error);
     std::istringstream large(std::string(200000, 'x'));
     CHECK(ppsched::io::read_stream(large, "l").size() == 200000);
+}
+
+TEST_CASE("a typo in orders with I and W, lowered orders and DualPipe's is read with the "
+          "generated sizes",
+          "[csv][infer]") {
+    const auto check = [](const char* name, ppsched::config cfg, bool lowered, const char* from,
+                          const char* to) {
+        INFO(name);
+        ppsched::order o = ppsched::builtin_schedules().generate(name, cfg);
+        if (lowered) o = ppsched::lower(o);
+        std::string text = ppsched::io::write_csv(o);
+        const std::size_t at = text.find(from);
+        REQUIRE(at != std::string::npos);
+        text.replace(at, std::string(from).size(), to);
+        const ppsched::order read = ppsched::io::read_csv(text, "typo.csv");
+        CHECK(read.cfg().microbatches == o.cfg().microbatches);
+        CHECK(read.cfg().stages_per_rank == o.cfg().stages_per_rank);
+        CHECK(read.cfg().placement == o.cfg().placement);
+        const auto report = ppsched::validate(read);
+        INFO(ppsched::to_string(report));
+        CHECK(report.has(ppsched::rule::microbatch_out_of_range));
+        CHECK(report.total() <= 4);
+    };
+    check("zb_h1", {.ranks = 4, .microbatches = 8}, false, "0I7", "0I17");
+    check("one_f_one_b", {.ranks = 4, .microbatches = 8}, true, "0B7", "0B17");
+    check("dualpipe", {.ranks = 2, .stages_per_rank = 2, .microbatches = 4}, false, "0B0", "0B17");
+    check("one_f_one_b", {.ranks = 4, .microbatches = 8}, false, "0F3", "0F17");
 }

@@ -190,7 +190,7 @@ compare_request read_request(const args& a) {
     if (q.output_path && 2LL * q.p * q.m * q.v_min > q.max_boxes)
         throw usage_error(too_many_boxes(2LL * q.p * q.m * q.v_min, q.max_boxes));
     q.costs = read_cost_options(a);
-    if (auto text = a.value("--memory-limit")) q.limit = parse_number(*text, "--memory-limit");
+    if (auto text = a.value("--memory-limit")) q.limit = parse_positive(*text, "--memory-limit");
     q.parameters = q.costs.uniform.parameters.value_or(0.0);
     // --model --layout: the layout fixes V and the per-stage costs; the capacity is the limit.
     q.from_model = read_model_layout(a);

@@ -150,7 +150,7 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
     if (format == "text") out.out = text_report(title, sim, a.has("--model"));
     if (format == "json") out.out = json_report(sim, a.has("--timeline"));
     if (auto text = a.value("--memory-limit")) {
-        const double limit = parse_number(*text, "--memory-limit");
+        const double limit = parse_positive(*text, "--memory-limit");
         std::string over;
         for (const rank_summary& r : sim.ranks)
             if (r.peak_memory > limit)

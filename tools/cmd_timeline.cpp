@@ -19,8 +19,8 @@ namespace {
 constexpr std::array<option, 3> timeline_own_options{{
     {"--width", "N", "at most N columns of time (default 100)"},
     {"--units-per-column", "X",
-     "time units per column (default: 1, or what fits --width; finer when the step takes under "
-     "5 units)"},
+     "time units per column (default: 1, or what fits --width; finer when the makespan is "
+     "under 5 units)"},
     {"--summary", "", "also print the summary (makespan, bubble, peak memory per rank)"},
 }};
 

@@ -116,7 +116,8 @@ int run(std::span<const std::string> argv) {
     } catch (const output_error& e) {
         return fail(e.what());
     } catch (const ppsched::parse_error& e) {
-        return fail(for_user(e.what()));
+        // (Not for_user: a parse error starts with the file's name, which may be any word.)
+        return fail(without_function(e.what()));
     } catch (const ppsched::config_error& e) {
         return fail(for_user(e.what()));
     }

@@ -71,7 +71,10 @@ struct sourced_order {
         if (out.o.action_count() == 0)
             throw parse_error(
                 out.title + ": no actions (expected one row per rank of actions like 0F0)", 0, 0);
-        out.report = validate(out.o, validate_options{.idle_slots_in_lowered = false});
+        // (Empty slots in a lowered order are allowed here: timing and drawing read step
+        // layouts such as PyTorch's _simulate_comms_compute writes; validate and lower, which
+        // check files for PyTorch's runtime, refuse them.)
+        out.report = validate(out.o);
     } else {
         a.expect_positionals(1, 1, "NAME (or --csv FILE)");
         if (a.has("--placement"))

@@ -9,6 +9,7 @@
 /// `read_schedule_params` (and, for the planning options of cost- and memory-aware schedules,
 /// `read_planning_params`).
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -195,11 +196,18 @@ struct order_file {
     const bool has_ranks = a.has("--ranks"), has_v = a.has("--stages-per-rank"),
                has_m = a.has("--microbatches");
     const int ranks = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
+    // An order without a single action is almost certainly the wrong file (a blank one).
+    const bool no_actions = std::none_of(rows.begin(), rows.end(), [](const rank_slots& row) {
+        return std::any_of(row.begin(), row.end(), [](const slot& x) { return x.has_value(); });
+    });
+    if (no_actions)
+        throw parse_error(source + ": no actions (expected one row per rank of actions like 0F0)",
+                          0, 0);
     const io::inferred_sizes sizes =
         io::inferable_sizes(rows, source, !has_v, !has_m, has_ranks ? ranks : 0);
     config cfg = infer_config(rows);
     if (has_ranks) cfg.ranks = ranks;
-    // Inferred sizes are at most the action count: they fit an int.
+    // Inferred sizes fit an int (io::inferable_sizes).
     cfg.stages_per_rank =
         has_v ? static_cast<int>(a.integer("--stages-per-rank", 1, max_stage + 1, 1))
               : static_cast<int>(sizes.stages / cfg.ranks);

@@ -153,3 +153,20 @@ ppsched_cli_test(simulate_error_no_cpp_name 2 STDERR_HAS "error: B must be >= th
 # An order that runs but fails validation is not "ok" in the report.
 ppsched_cli_test(report_fails_validation_status 1 STDOUT_HAS "\"status\":\"fails validation\""
                  ARGS report --csv ${data}/dropped_backward.csv --output -)
+# A file of blank lines has no actions, whatever the command.
+ppsched_cli_test(simulate_blank_file 2 STDERR_HAS "no actions" ARGS simulate --csv ${data}/blank_lines.csv)
+ppsched_cli_test(lower_blank_file 2 STDERR_HAS "no actions" ARGS lower ${data}/blank_lines.csv)
+# One rank, lowered with FSDP actions but no SEND/RECV: its empty slot is refused too.
+ppsched_cli_test(validate_idle_one_rank_lowered 1 STDOUT_HAS "[idle_in_lowered]"
+                 ARGS validate ${data}/lowered_one_rank_idle.csv)
+# A step layout of a lowered order (empty slots, as PyTorch's simulator writes) is timed and
+# drawn; only validate and lower check files for PyTorch's runtime.
+ppsched_cli_test(simulate_lowered_step_layout 0 STDOUT_HAS "makespan"
+                 ARGS simulate --csv ${data}/lowered_step_layout.csv)
+# A file name that is also a schedule's C++ name is echoed as given.
+ppsched_cli_test(validate_file_named_like_schedule 2 STDERR_HAS "error: gpipe: cannot open file"
+                 ARGS validate gpipe)
+# Far more ranks than rows: rank_count while the tables stay small, else a message naming
+# --ranks.
+ppsched_cli_test(validate_many_more_ranks 1 STDOUT_HAS "[rank_count]"
+                 ARGS validate ${data}/good_lf.csv --ranks 300)

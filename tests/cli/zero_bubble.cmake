@@ -18,7 +18,7 @@ endfunction()
 
 # --- compare --memory-limit ----------------------------------------------------------------------
 ppsched_cli_test(compare_memory_limit_help 0 STDOUT_HAS "--memory-limit X" ARGS compare --help)
-ppsched_cli_test(compare_memory_limit_bad 2 STDERR_HAS "--memory-limit expects a non-negative number"
+ppsched_cli_test(compare_memory_limit_bad 2 STDERR_HAS "--memory-limit must be a number > 0, got 'lots'"
                  ARGS compare --ranks 4 --microbatches 8 --memory-limit lots)
 # 4 ranks, 8 microbatches: GPipe keeps 8 activations, 1F1B 4.
 ppsched_cli_test(compare_memory_limit_drops 0

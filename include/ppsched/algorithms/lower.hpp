@@ -60,12 +60,17 @@ constexpr void expect_lowerable(const R& rows, const config& cfg, const lower_op
                             options.prefetch, ")");
         check(cfg);
     }
-    // The passes keep tables of stages x microbatches: bounded by the order's own size, as
-    // validate's (a valid order runs every (stage, microbatch) it owns), so a 2-action order
-    // checked against 2^31 microbatches is refused rather than given gigabytes.
-    PPSCHED_EXPECTS(tables_affordable(rows, cfg),
-                    "ppsched::lower: the order holds fewer slots "
-                    "than its configuration's stages x microbatches (",
+    // The passes keep tables of stages x microbatches: bounded by the order's own size (a
+    // valid order has at least one slot per two cells: under `dual` a stage runs half the
+    // microbatches, and an OVERLAP_F_B holds two actions), so a 2-action order checked
+    // against 2^31 microbatches is refused rather than given gigabytes.
+    std::size_t slots = 0;
+    for (const auto& row : rows) slots += static_cast<std::size_t>(std::ranges::distance(row));
+    const std::size_t cells =
+        static_cast<std::size_t>(cfg.num_stages()) * static_cast<std::size_t>(cfg.microbatches);
+    PPSCHED_EXPECTS(cells <= small_table_cells || cells <= 4 * slots,
+                    "ppsched::lower: the order holds far fewer slots than its configuration's "
+                    "stages x microbatches (",
                     cfg.num_stages(), " x ", cfg.microbatches,
                     "): it cannot be valid (validate it first)");
 }

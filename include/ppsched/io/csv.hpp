@@ -143,26 +143,25 @@ struct inferred_sizes {
 /// The stages and microbatches to read `rows` with, where they are inferred from its actions
 /// (`infer_stages`, `infer_microbatches`; the others are given, and indices beyond them are
 /// `validate`'s business). Sizing tables by stages x microbatches must stay linear in the
-/// file, so:
-/// 1. the highest indices (`infer_config`'s sizes) when a valid order of those sizes could
-///    have this many actions (it runs every (stage, microbatch) it owns: at least S x M
-///    compute parts, S x M / 2 forwards and as many backwards with two directions);
-/// 2. else the sizes its forwards show, when they fit that count: microbatches = the most
-///    forwards any stage runs, stages = the highest stage running at least half as many. An
-///    order with a typo (0B17 among 8 microbatches) is read with 8, and `validate` then
-///    names the action out of range instead of refusing the file;
-/// 3. else the highest indices if S x M is at most 4 x the parts + 1024 (a small table is
-///    harmless: e.g. a file of 2 rows checked against `--ranks 5`, which `validate` rejects);
-/// 4. else `parse_error`, naming the cell with the largest index.
+/// file (at most 4 x its action parts, or 2^16 cells, which are harmless), so:
+/// 1. the sizes its forwards show, when they fit that budget: microbatches = how many
+///    microbatch indices run their forward on at least half as many stages as the most-run
+///    one, stages = the highest stage running at least half as many forwards as the busiest.
+///    For a valid order (any placement: under `dual` each microbatch runs on half the
+///    stages) these are its highest indices + 1; for an order with a typo (0B17 among 8
+///    microbatches, or 0F17 for 0F7) they are the sizes the other actions show, so
+///    `validate` names the action out of range instead of reading 18 microbatches;
+/// 2. else (no forwards, say) its highest indices + 1, if they fit the budget;
+/// 3. else `parse_error`, naming the cell with the largest index.
 /// `ranks`: the pipeline's ranks (0: one per row); every rank holds as many stages.
-/// Complexity: O(n log n) in the actions (the forwards' stages are sorted in step 2).
+/// Complexity: O(n log n) in the actions (the forwards' indices are sorted).
 template <order_range R>
 [[nodiscard]] inferred_sizes inferable_sizes(const R& rows, std::string_view source = "<csv>",
                                              bool infer_stages = true,
                                              bool infer_microbatches = true, int ranks = 0) {
     long long parts = 0, max_stage_seen = -1, max_mb = -1, row_count = 0;
     std::size_t stage_row = 0, stage_cell = 0, mb_row = 0, mb_cell = 0;
-    std::vector<int> forward_stages;
+    std::vector<int> forward_stages, forward_mbs;
     std::size_t r = 0;
     for (const auto& row : rows) {
         std::size_t i = 0;
@@ -173,7 +172,10 @@ template <order_range R>
                 for (int k = 0; k < n; ++k) {
                     const action& x = p[static_cast<std::size_t>(k)];
                     ++parts;
-                    if (x.kind() == action_kind::forward) forward_stages.push_back(x.stage());
+                    if (x.kind() == action_kind::forward) {
+                        forward_stages.push_back(x.stage());
+                        forward_mbs.push_back(x.microbatch());
+                    }
                     if (x.stage() > max_stage_seen) {
                         max_stage_seen = x.stage();
                         stage_row = r;
@@ -196,24 +198,30 @@ template <order_range R>
     // The stages are rounded up to a multiple of the ranks, as `infer_config` does.
     const long long S = infer_stages ? round_up(max_stage_seen) : 1;
     const long long M = infer_microbatches ? (max_mb < 0 ? 1 : max_mb + 1) : 1;
-    if (S * M <= parts || max_stage_seen < 0) return {S, M};
+    if (max_stage_seen < 0) return {S, M};
+    // (At most 2^31 - 1 cells: both sizes then fit an int, whatever the text's length.)
+    const long long budget = std::min(std::max(4 * parts, 1LL << 16), (1LL << 31) - 1);
     if (!forward_stages.empty()) {
-        std::sort(forward_stages.begin(), forward_stages.end());
-        long long most = 0; // forwards of the stage that runs the most
-        for (std::size_t i = 0, j = 0; i < forward_stages.size(); i = j) {
-            while (j < forward_stages.size() && forward_stages[j] == forward_stages[i]) ++j;
-            most = std::max(most, static_cast<long long>(j - i));
-        }
-        long long top = -1; // the highest stage with at least half as many
-        for (std::size_t i = 0, j = 0; i < forward_stages.size(); i = j) {
-            while (j < forward_stages.size() && forward_stages[j] == forward_stages[i]) ++j;
-            if (2 * static_cast<long long>(j - i) >= most) top = forward_stages[i];
-        }
-        const long long Sc = infer_stages ? round_up(top) : 1;
-        const long long Mc = infer_microbatches ? most : 1;
-        if (Sc * Mc <= parts) return {Sc, Mc};
+        // Runs of equal values in a sorted list: (value, count) by `each`.
+        const auto runs = [](std::vector<int>& v, auto&& each) {
+            std::sort(v.begin(), v.end());
+            for (std::size_t i = 0, j = 0; i < v.size(); i = j) {
+                while (j < v.size() && v[j] == v[i]) ++j;
+                each(v[i], static_cast<long long>(j - i));
+            }
+        };
+        long long busiest = 0, top = -1, most_run = 0, microbatches = 0;
+        runs(forward_stages, [&](int, long long n) { busiest = std::max(busiest, n); });
+        runs(forward_stages, [&](int s, long long n) {
+            if (2 * n >= busiest) top = s;
+        });
+        runs(forward_mbs, [&](int, long long n) { most_run = std::max(most_run, n); });
+        runs(forward_mbs, [&](int, long long n) { microbatches += 2 * n >= most_run ? 1 : 0; });
+        const long long Sc = infer_stages ? round_up(top) : S;
+        const long long Mc = infer_microbatches ? microbatches : M;
+        if (Sc * Mc <= budget) return {Sc, Mc};
     }
-    if (S * M <= 4 * parts + 1024) return {S, M};
+    if (S * M <= budget) return {S, M};
     // Name the index that is further out of reach.
     const bool blame_mb = infer_microbatches && (!infer_stages || M >= S);
     const std::size_t row = blame_mb ? mb_row : stage_row;
@@ -225,7 +233,10 @@ template <order_range R>
             " names " + what + ", more than an order of this size can hold: a valid order with " +
             std::to_string(S) + (S == 1 ? " stage" : " stages") + " and " + std::to_string(M) +
             (M == 1 ? " microbatch" : " microbatches") + " has at least " + std::to_string(S * M) +
-            " actions, this one has " + std::to_string(parts),
+            " actions, this one has " + std::to_string(parts) +
+            (ranks > 0 && ranks != row_count ? " (" + std::to_string(row_count) + " rows for " +
+                                                   std::to_string(ranks) + " ranks: check --ranks)"
+                                             : std::string()),
         row + 1, 0);
 }
 
@@ -235,13 +246,15 @@ template <order_range R>
 [[nodiscard]] inline order read_csv(std::string_view text, std::string_view source = "<csv>") {
     auto rows = read_csv_rows(text, source);
     if (rows.empty())
-        throw parse_error(
-            std::string(source) + ":1:1: expected at least one row (the text is empty)", 1, 1);
+        throw parse_error(std::string(source) +
+                              ":1:1: expected at least one row (the text has none: it is "
+                              "empty or only blank lines)",
+                          1, 1);
     const inferred_sizes sizes = inferable_sizes(rows, source);
     config cfg = infer_config(rows);
     if (sizes.stages != cfg.num_stages() || sizes.microbatches != cfg.microbatches) {
         // Read with the sizes its forwards show (a stray index is out of range of them).
-        // (Both are at most the action count, so they fit an int.)
+        // (inferable_sizes keeps both within an int.)
         cfg.stages_per_rank = static_cast<int>(sizes.stages / cfg.ranks);
         cfg.microbatches = static_cast<int>(sizes.microbatches);
         ppsched::detail::choose_placement(rows, cfg);

@@ -72,10 +72,9 @@ class validator {
         index_actions();
         check_pairs();
         check_dependencies();
-        if (lowered_) {
-            check_p2p();
-            if (!idle_ok_) check_idle_slots();
-        }
+        if (lowered_) check_p2p();
+        // Lowered: with SEND/RECV, or (one rank) with FSDP or REDUCE_GRAD actions.
+        if (!idle_ok_ && (lowered_ || any_stage_action_)) check_idle_slots();
         check_stage_actions();
         simulate();
         return std::move(report_);
@@ -335,8 +334,10 @@ class validator {
         case action_kind::reshard:
             si.fsdp = true;
             any_fsdp_ = true;
+            any_stage_action_ = true;
             return;
         case action_kind::reduce_grad:
+            any_stage_action_ = true;
             if (si.reduce_grad.present())
                 add(rule::duplicate_action, here, a, si.reduce_grad, a);
             else
@@ -734,6 +735,7 @@ class validator {
     int S_ = 0, M_ = 0, rank_count_ = 0;
     bool lowered_ = false;
     bool idle_ok_ = true;
+    bool any_stage_action_ = false;           // an UNSHARD, RESHARD or REDUCE_GRAD
     bool any_fsdp_ = false;                   // some stage has UNSHARD or RESHARD
     std::vector<slot> flat_;                  // a copy of rows that are not slot arrays
     std::vector<std::span<const slot>> rows_; // each rank's slots

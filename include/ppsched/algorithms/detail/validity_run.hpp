@@ -63,6 +63,20 @@ class validity_run {
     /// does not decide (then the full passes decide).
     [[nodiscard]] constexpr bool valid() {
         if (!setup()) return false;
+        // Empty slots where they are not allowed (idle_in_lowered): an order with any
+        // communication or FSDP action and an empty slot is left to the full passes.
+        if (!idle_ok_) {
+            bool idle = false, lowered = false;
+            for (const auto& row : rows_)
+                for (const slot& x : row) {
+                    const action* a = x.get();
+                    if (a == nullptr)
+                        idle = true;
+                    else if (!is_compute(a->kind()))
+                        lowered = true;
+                }
+            if (idle && lowered) return false;
+        }
         // The order is lowered when it has any SEND/RECV. Run as compute-only until one is met,
         // then start again as lowered: in a lowered order some rank reaches its first SEND/RECV
         // before anything could block or fail that the lowered rules would accept (a compute
