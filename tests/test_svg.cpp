@@ -296,3 +296,14 @@ TEST_CASE("huge costs draw a bounded number of time ticks; a non-finite makespan
         CHECK_THROWS_AS(write_svg(c), ppsched::config_error);
     }
 }
+
+TEST_CASE("a very long title is cut at 200 bytes", "[svg]") {
+    svg_options opts;
+    opts.title = std::string(5000, 'x') + "\xC3\xA9";
+    const std::string svg = write_svg(simulated("GPipe", gpipe_2x2()), opts);
+    CHECK(test_support::xml_problem(svg).empty());
+    CHECK(svg.find(std::string(200, 'x') + "\xE2\x80\xA6") != std::string::npos);
+    CHECK(svg.find(std::string(201, 'x')) == std::string::npos);
+    const double width = std::stod(svg.substr(svg.find("width=\"") + 7));
+    CHECK(width < 2500); // 200 characters of 16 px (1 075 224 px before the cut)
+}

@@ -126,3 +126,25 @@ TEST_CASE("a wide column of many short actions is busy, not idle", "[timeline]")
         }
     }
 }
+
+TEST_CASE("costs far below one unit get finer columns; a column wider than the step is one",
+          "[timeline]") {
+    // GPipe 2 x 2 with F = 0.05, B = 0.1: makespan 0.45, once 1 column ("BB" on a rank).
+    const order o = ppsched::generate<ppsched::gpipe>(config{.ranks = 2, .microbatches = 2});
+    const simulation fine = simulate(o, cost_model::uniform_fb(0.05, 0.1));
+    const auto lines = lines_of(format_text_timeline(fine, o.cfg()));
+    REQUIRE(lines.size() >= 4);
+    CHECK(lines[1].size() > 80); // "rank 0  " and 90 columns of 0.005
+    CHECK(lines[3].rfind("one column = 0.005 time units;", 0) == 0);
+    // A column of 10^12 units: one column, not an empty row.
+    text_timeline_options wide;
+    wide.units_per_column = 1e12;
+    wide.legend = false;
+    const simulation sim = simulate(o, cost_model::uniform_fb(1, 2));
+    const auto one = lines_of(format_text_timeline(sim, o.cfg(), wide));
+    REQUIRE(one.size() == 3);
+    CHECK(one[1] == "rank 0  B");
+    // Nothing to draw when nothing takes time.
+    const simulation zero = simulate(o, cost_model::uniform_fb(0, 0));
+    CHECK(format_text_timeline(zero, o.cfg()) == "(the makespan is 0: nothing to draw)\n");
+}

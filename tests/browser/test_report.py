@@ -324,6 +324,33 @@ def test_lowered(d, tool, out):
     text = hover(d, 0, 0, first["action"], first["start"], first["end"], label + " fsdp") or ""
     check("waited 3 for its parameters (UNSHARD)" in text,
           "%s: the tooltip of %s does not name its UNSHARD: %r" % (label, first["action"], text))
+    # A REDUCE_GRAD that ends the step: the critical path button starts there, not at the last
+    # compute action.
+    args = ["1F1B", "--ranks", "2", "--microbatches", "2", "--lower", "--reduce-grad", "5"]
+    run_tool(tool, ["report"] + args + ["--output", page])
+    sim = simulate_json(tool, args)
+    check(open_page(d, page), "%s: the page did not get ready" % label)
+    last = max(sim["timeline"], key=lambda a: a["end"])
+    name = d.execute_script("return window.ppsched.actionName(0, window.ppsched.lastAction(0))")
+    check(name == last["action"] and "REDUCE_GRAD" in name,
+          "%s: the critical path starts at %r, the step ends with %r" % (label, name, last["action"]))
+    # A send (instant) inside a receive's span on the same rank can be hovered.
+    args = ["ZBVZeroBubble", "--ranks", "4", "--microbatches", "8", "--p2p", "0.25", "--lower",
+            "--f", "1.1", "--b", "2.3", "--w", "0.7"]
+    run_tool(tool, ["report"] + args + ["--output", page])
+    sim = simulate_json(tool, args)
+    check(open_page(d, page), "%s: the page did not get ready" % label)
+    tl = sim["timeline"]
+    inside = [a for a in tl if "SEND" in a["action"] and any(
+        b["rank"] == a["rank"] and "RECV" in b["action"] and b["start"] < a["start"] < b["end"]
+        for b in tl)]
+    check(inside, "%s: no send inside a receive's span to hover" % label)
+    if inside:
+        a = inside[0]
+        d.execute_script("window.ppsched.setView(arguments[0], arguments[1])",
+                         a["start"] - 2, a["end"] + 2)
+        time.sleep(0.1)
+        hover(d, 0, a["rank"], a["action"], a["start"], a["end"], label + " send in a receive")
 
 
 def test_deadlock(d, tool, out, data):
@@ -338,6 +365,13 @@ def test_deadlock(d, tool, out, data):
           "%s: the waiting ranks are not listed: %r" % (label, problems))
     status = table_rows(d, "schedules-table")[0]["cells"]["status"][1]
     check(status == "deadlock", "%s: status %r" % (label, status))
+    # An order that runs but fails validation (a dropped backward) is not "ok".
+    label = "fails validation"
+    page = os.path.join(out, "dropped.html")
+    run_tool(tool, ["report", "--csv", os.path.join(data, "dropped_backward.csv"), "--output", page], 1)
+    check(open_page(d, page), "%s: the page did not get ready" % label)
+    status = table_rows(d, "schedules-table")[0]["cells"]["status"][1]
+    check(status == "fails validation", "%s: status %r" % (label, status))
     # An order the simulator refuses (1F0 on rank 0): every action drawn at its step, the
     # failing one named.
     label = "invalid"

@@ -698,6 +698,7 @@ window.ppsched = {
   setView: setView,
   view: () => [v0, v1],
   criticalPath: (s, i) => criticalPath(SCHED[s], i),
+  lastAction: s => lastAction(SCHED[s]), // where the critical path button starts
   dependencies: (s, i) => dependencies(SCHED[s], i),
   ready: true,
 };
