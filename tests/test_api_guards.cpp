@@ -9,8 +9,8 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstddef>
-#include <iterator>
+#include "support/rows_by_value.hpp"
+
 #include <ranges>
 #include <vector>
 
@@ -22,43 +22,10 @@ using ppsched::order;
 using ppsched::rank_slots;
 using ppsched::slot;
 
-namespace {
-// Rows made on the fly: each row a prvalue vector, gone once read (as a `views::transform`
-// that returns vectors makes them; written out here because clang 14 cannot compile
-// libstdc++ 12's views).
-struct prvalue_rows {
-    const order* o = nullptr;
-    struct iterator {
-        using iterator_concept = std::forward_iterator_tag;
-        using value_type = std::vector<slot>;
-        using difference_type = std::ptrdiff_t;
-        const order* o = nullptr;
-        std::size_t r = 0;
-        std::vector<slot> operator*() const {
-            const rank_slots& row = (*o)[r];
-            return {row.begin(), row.end()};
-        }
-        iterator& operator++() {
-            ++r;
-            return *this;
-        }
-        iterator operator++(int) {
-            iterator old = *this;
-            ++r;
-            return old;
-        }
-        bool operator==(const iterator&) const = default;
-    };
-    iterator begin() const { return {o, 0}; }
-    iterator end() const { return {o, o->num_ranks()}; }
-};
-} // namespace
-
 TEST_CASE("validate reads rows a range makes on the fly (prvalues) by copying them",
           "[guards][validate]") {
     const order o = ppsched::generate<ppsched::one_f_one_b>(config{.ranks = 2, .microbatches = 4});
-    const prvalue_rows rows{&o};
-    STATIC_REQUIRE(ppsched::order_range<prvalue_rows>);
+    const test_support::rows_by_value rows{&o};
     const auto report = ppsched::validate(rows, o.cfg());
     INFO(ppsched::to_string(report));
     CHECK(report.valid());

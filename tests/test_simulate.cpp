@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/rows_by_value.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -837,37 +839,7 @@ TEST_CASE("without a timeline deadlocks and invalid actions are reported the sam
         ppsched::config_error);
 }
 
-namespace {
-
-// An order range whose rows are made on the fly (each dereference returns a new row): the
-// summary mode cannot keep iterators into them and copies the actions instead.
-struct rows_by_value {
-    const order* o = nullptr;
-    struct iterator {
-        using iterator_concept = std::forward_iterator_tag;
-        using value_type = ppsched::rank_slots;
-        using difference_type = std::ptrdiff_t;
-        const order* o = nullptr;
-        std::size_t r = 0;
-        value_type operator*() const { return (*o)[r]; }
-        iterator& operator++() {
-            ++r;
-            return *this;
-        }
-        iterator operator++(int) {
-            iterator before = *this;
-            ++r;
-            return before;
-        }
-        bool operator==(const iterator&) const = default;
-    };
-    [[nodiscard]] iterator begin() const { return {o, 0}; }
-    [[nodiscard]] iterator end() const { return {o, static_cast<std::size_t>(o->cfg().ranks)}; }
-};
-static_assert(ppsched::order_range<rows_by_value>);
-static_assert(!std::is_reference_v<std::ranges::range_reference_t<const rows_by_value>>);
-
-} // namespace
+using test_support::rows_by_value;
 
 TEST_CASE("without a timeline rows made on the fly give the same summary", "[simulate][summary]") {
     const auto o = ppsched::generate<ppsched::zbv_zero_bubble>(

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/hand_orders.hpp"
+#include "support/rows_by_value.hpp"
 
 namespace fs = std::filesystem;
 
@@ -137,30 +138,8 @@ TEST_CASE("the step table takes any forward range of rows, also rows made on the
     CHECK(ppsched::io::format_step_table(linked) == expected);
 
     // A range whose rows are prvalues: every row is built when dereferenced.
-    struct generated_rows {
-        const std::vector<std::vector<ppsched::slot>>* source;
-        struct iterator {
-            using value_type = std::vector<ppsched::slot>;
-            using difference_type = std::ptrdiff_t;
-            const std::vector<std::vector<ppsched::slot>>* source = nullptr;
-            std::size_t i = 0;
-            value_type operator*() const { return (*source)[i]; }
-            iterator& operator++() {
-                ++i;
-                return *this;
-            }
-            iterator operator++(int) {
-                auto old = *this;
-                ++i;
-                return old;
-            }
-            bool operator==(const iterator& o) const { return i == o.i; }
-        };
-        iterator begin() const { return {source, 0}; }
-        iterator end() const { return {source, source->size()}; }
-    };
-    static_assert(ppsched::order_range<generated_rows>);
-    CHECK(ppsched::io::format_step_table(generated_rows{&reference}) == expected);
+    const ppsched::order o(ppsched::config{.ranks = 2, .microbatches = 1}, reference);
+    CHECK(ppsched::io::format_step_table(test_support::rows_by_value{&o}) == expected);
 }
 
 TEST_CASE("the report prints the step table with the failing step marked", "[step_table]") {

@@ -71,9 +71,6 @@ int cmd_lower(std::span<const std::string> argv, output& out) {
     const std::string source = source_name(path);
     const order o =
         read_order_file(a, io::read_csv_rows(read_input(path), source), source).to_order(source);
-    if (o.action_count() == 0)
-        throw parse_error(source + ": no actions (expected one row per rank of actions like 0F0)",
-                          0, 0);
     for (const auto& row : o)
         for (const slot& s : row)
             if (s.has_value() && !is_compute(s->kind()))

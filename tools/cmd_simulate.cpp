@@ -136,12 +136,9 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
              counted(cfg.stages_per_rank, "stage", "stages") + " per rank, " +
              counted(cfg.microbatches, "microbatch", "microbatches") +
              (sim.lowered ? ", lowered" : "");
-    // What validation finds (a missing action) before the deadlock it causes.
-    if (invalid_beyond_deadlock(src.report) || sim) {
-        if (const std::string bad = invalid_order_message("simulate", src); !bad.empty()) {
-            out.err = bad;
-            return exit_failure;
-        }
+    if (report_validation(src.report, sim)) {
+        out.err = invalid_order_message("simulate", src);
+        return exit_failure;
     }
     if (!sim) {
         out.err = "ppsched: simulate: " + title + ": " + describe_problem(sim) + "\n";

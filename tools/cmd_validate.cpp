@@ -143,9 +143,6 @@ int cmd_validate(std::span<const std::string> argv, output& out) {
     const std::string& path = a.positionals()[0];
     const std::string source = source_name(path);
     const order_file o = read_order_file(a, io::read_csv_rows(read_input(path), source), source);
-    if (o.action_count() == 0)
-        throw parse_error(source + ": no actions (expected one row per rank of actions like 0F0)",
-                          0, 0);
     const validation_report report =
         validate(o.rows, o.cfg, validate_options{.transport = t, .idle_slots_in_lowered = false});
     if (format == "json") {

@@ -33,15 +33,23 @@ namespace ppsched::cli {
     return text;
 }
 
+/// Throws `parse_error` for rows without a single action: almost certainly the wrong file (a
+/// blank one).
+template <order_range R>
+void expect_actions(const R& rows, const std::string& source) {
+    for (const auto& row : rows)
+        for (const auto& s : row)
+            if (ppsched::detail::slot_action(s) != nullptr) return;
+    throw parse_error(source + ": no actions (expected one row per rank of actions like 0F0)", 0,
+                      0);
+}
+
 /// The CSV order in `path` ('-': standard input), configuration inferred from its actions.
 /// Throws `parse_error` for unreadable or malformed input and for an order without actions.
 [[nodiscard]] inline order read_order(const std::string& path) {
     const std::string source = source_name(path);
     order o = io::read_csv(read_input(path), source);
-    // An order without a single action is almost certainly the wrong file.
-    if (o.action_count() == 0)
-        throw parse_error(source + ": no actions (expected one row per rank of actions like 0F0)",
-                          0, 0);
+    expect_actions(o, source);
     return o;
 }
 

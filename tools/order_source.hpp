@@ -15,6 +15,7 @@
 #include <ppsched/config.hpp>
 #include <ppsched/cost_model.hpp>
 #include <ppsched/registry.hpp>
+#include <ppsched/simulation.hpp>
 
 #include "cli.hpp"
 #include "cost_options.hpp"
@@ -68,9 +69,6 @@ struct sourced_order {
         // Configuration flags given with --csv are honoured (the rest is inferred).
         out.o = read_order_file(a, io::read_csv_rows(read_input(*csv), out.title), out.title)
                     .to_order(out.title);
-        if (out.o.action_count() == 0)
-            throw parse_error(
-                out.title + ": no actions (expected one row per rank of actions like 0F0)", 0, 0);
         // (Empty slots in a lowered order are allowed here: timing and drawing read step
         // layouts such as PyTorch's _simulate_comms_compute writes; validate and lower, which
         // check files for PyTorch's runtime, refuse them.)
@@ -159,11 +157,14 @@ struct sourced_order {
     return out;
 }
 
-/// Whether `report` finds more than a deadlock (a missing action, a row too few, ...): that is
-/// then the cause to report, not the deadlock the simulator runs into because of it.
-[[nodiscard]] inline bool invalid_beyond_deadlock(const validation_report& report) {
-    return std::any_of(report.begin(), report.end(),
-                       [](const violation& v) { return v.what != rule::deadlock; });
+/// Whether an invalid order's validation is what to report rather than its simulation's
+/// outcome: validation finds more than a deadlock (a missing action, a row too few: the cause
+/// of the deadlock the simulator runs into), or the order runs and is still invalid.
+[[nodiscard]] inline bool report_validation(const validation_report& report,
+                                            const simulation& sim) {
+    if (report.valid()) return false;
+    return sim || std::any_of(report.begin(), report.end(),
+                              [](const violation& v) { return v.what != rule::deadlock; });
 }
 
 /// The message and exit status for an order that simulates but breaks a rule of `validate`

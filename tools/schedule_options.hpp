@@ -9,7 +9,6 @@
 /// `read_schedule_params` (and, for the planning options of cost- and memory-aware schedules,
 /// `read_planning_params`).
 
-#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +29,7 @@
 
 #include "cli.hpp"
 #include "cost_options.hpp"
+#include "input.hpp"
 
 namespace ppsched::cli {
 
@@ -196,13 +196,7 @@ struct order_file {
     const bool has_ranks = a.has("--ranks"), has_v = a.has("--stages-per-rank"),
                has_m = a.has("--microbatches");
     const int ranks = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));
-    // An order without a single action is almost certainly the wrong file (a blank one).
-    const bool no_actions = std::none_of(rows.begin(), rows.end(), [](const rank_slots& row) {
-        return std::any_of(row.begin(), row.end(), [](const slot& x) { return x.has_value(); });
-    });
-    if (no_actions)
-        throw parse_error(source + ": no actions (expected one row per rank of actions like 0F0)",
-                          0, 0);
+    expect_actions(rows, source);
     const io::inferred_sizes sizes =
         io::inferable_sizes(rows, source, !has_v, !has_m, has_ranks ? ranks : 0);
     config cfg = infer_config(rows);

@@ -104,9 +104,7 @@ inline std::string describe_costs(const cost_model& costs) {
     out.timed = simulate(o, costs);
     out.costs = costs;
     out.from_model = a.has("--model");
-    // What validation finds (a missing action, a row too few) before what the simulator runs
-    // into because of it (a deadlock waiting for that action).
-    if (invalid_beyond_deadlock(source.report) || (out.timed && !source.report.valid())) {
+    if (report_validation(source.report, out.timed)) {
         out.problem =
             "not a valid order ('ppsched validate' shows where): " + describe(source.report[0]) +
             (source.report.total() > 1

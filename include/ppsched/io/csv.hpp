@@ -202,21 +202,27 @@ template <order_range R>
     // (At most 2^31 - 1 cells: both sizes then fit an int, whatever the text's length.)
     const long long budget = std::min(std::max(4 * parts, 1LL << 16), (1LL << 31) - 1);
     if (!forward_stages.empty()) {
-        // Runs of equal values in a sorted list: (value, count) by `each`.
-        const auto runs = [](std::vector<int>& v, auto&& each) {
+        // Each value's count, sorted once; then those counted at least half as often as the
+        // most counted one.
+        struct run {
+            int value;
+            long long count;
+        };
+        const auto runs_of = [](std::vector<int>& v) {
             std::sort(v.begin(), v.end());
+            std::vector<run> out;
+            long long most = 0;
             for (std::size_t i = 0, j = 0; i < v.size(); i = j) {
                 while (j < v.size() && v[j] == v[i]) ++j;
-                each(v[i], static_cast<long long>(j - i));
+                out.push_back({v[i], static_cast<long long>(j - i)});
+                most = std::max(most, out.back().count);
             }
+            std::erase_if(out, [most](const run& x) { return 2 * x.count < most; });
+            return out;
         };
-        long long busiest = 0, top = -1, most_run = 0, microbatches = 0;
-        runs(forward_stages, [&](int, long long n) { busiest = std::max(busiest, n); });
-        runs(forward_stages, [&](int s, long long n) {
-            if (2 * n >= busiest) top = s;
-        });
-        runs(forward_mbs, [&](int, long long n) { most_run = std::max(most_run, n); });
-        runs(forward_mbs, [&](int, long long n) { microbatches += 2 * n >= most_run ? 1 : 0; });
+        const std::vector<run> stages = runs_of(forward_stages); // sorted: the last is the top
+        const long long top = stages.back().value;
+        const auto microbatches = static_cast<long long>(runs_of(forward_mbs).size());
         const long long Sc = infer_stages ? round_up(top) : S;
         const long long Mc = infer_microbatches ? microbatches : M;
         if (Sc * Mc <= budget) return {Sc, Mc};
