@@ -541,7 +541,7 @@ TEST_CASE("tune: the widest beam runs at the width asked for, a power of 4 or no
     CHECK(twenty.beam_nodes > sixteen.beam_nodes);
 }
 
-TEST_CASE("tune: the beams wider than 256 run last, on small problems not proven within 1 %",
+TEST_CASE("tune: the beams too wide to run early run last, where not proven within 1 %",
           "[tune][beam]") {
     // A beam's work is n^2 x width x ranks for n compute actions (`beam_work`): early beams
     // while it is at most 10^8, late ones while it is at most 10^9. Here 4 ranks x 2 stages
@@ -564,9 +564,18 @@ TEST_CASE("tune: the beams wider than 256 run last, on small problems not proven
     // m = 4, n = 96 (36864 x width): 1024 (3.8e7) is early too, 4096 (1.5e8) late.
     CHECK(plan(4, 4096, false).early == 5);
     CHECK(plan(4, 4096, false).late == 1);
-    // m = 16, n = 384 (589824 x width): 256 (1.5e8) is not early, so nothing runs late.
+    // m = 16, n = 384 (589824 x width): 256 (1.5e8) is not early; it and 1024 (6.0e8) run
+    // late, 4096 (2.4e9) not at all.
     CHECK(plan(16, 4096, false).early == 3);
-    CHECK(plan(16, 4096, false).late == 0);
+    CHECK(plan(16, 4096, false).late == 2);
+    CHECK(plan(16, 4096, true).late == 0);
+    // m = 64, n = 1536 (9437184 x width): width 4 early (3.8e7), 16 and 64 late (1.5e8,
+    // 6.0e8), as on 8 ranks x 2 stages x 32 microbatches.
+    CHECK(plan(64, 4096, false).early == 1);
+    CHECK(plan(64, 4096, false).late == 2);
+    // m = 256, n = 6144: not even width 4 early (6.0e8), so none late either.
+    CHECK(plan(256, 4096, false).early == 0);
+    CHECK(plan(256, 4096, false).late == 0);
     // m = 11, n = 264 (278784 x width): 256 early (7.1e7), 1024 late (2.9e8), 4096 not (1.1e9).
     CHECK(plan(11, 4096, false).early == 4);
     CHECK(plan(11, 4096, false).late == 1);

@@ -47,6 +47,10 @@ ppsched_cli_json_test(tune_exact_phase_off
   tune --ranks 4 --microbatches 4 --stages-per-rank 2 --w 0.5 --exact-nodes 0 --quiet --format json)
 ppsched_cli_test(tune_exact_phase_text 0 STDOUT_HAS "exact-search and "
                  ARGS tune --ranks 4 --microbatches 4 --stages-per-rank 2 --w 0.5 --quiet)
+# When the answer was found (three decimals under a second): what a user needs to choose
+# --time-limit.
+ppsched_cli_test(tune_answer_time_text 0 STDOUT_HAS " s (answer found at 0."
+                 ARGS tune --ranks 4 --microbatches 4 --stages-per-rank 2 --w 0.5 --quiet)
 ppsched_cli_test(tune_bad_exact_nodes 2 STDERR_HAS "--exact-nodes"
                  ARGS tune --ranks 2 --microbatches 2 --exact-nodes -1)
 # The beam search: 4 ranks x 2 stages (V), first stage +30 %, last +60 %, room for three

@@ -97,10 +97,10 @@ struct tune_options {
     /// the first tabu searches, each only while its work (about n^2 x width x ranks steps for n
     /// compute actions) stays below 10^8, so larger problems skip the wider ones (or all): 4
     /// ranks x 2 stages x 8 microbatches run widths up to 256, 8 x 2 x 32 only width 4, 32
-    /// ranks x 128 microbatches none. Where every width up to 256 ran and the answer is still
-    /// not proven within 1 % of the optimum after the exact phase, the wider ones run last,
-    /// while their work stays below 10^9 and time is left (not where orders that run B are
-    /// searched after it: a split backward whose B is cheaper than I + W).
+    /// ranks x 128 microbatches none. Where the answer is still not proven within 1 % of the
+    /// optimum after the exact phase, the wider ones run last, while their work stays below
+    /// 10^9 and time is left (not where orders that run B are searched after it: a split
+    /// backward whose B is cheaper than I + W; and not where even width 4 was too costly).
     std::size_t beam_width = 4096;
     /// Threads a beam search may use (0: `std::thread::hardware_concurrency()`). The beam's
     /// parents are expanded in parallel and joined in order, so the result is the same for

@@ -23,8 +23,8 @@
 ///    its sequence and memory exact and the other ranks as delays, solved exactly within a
 ///    node budget as large as the exact phase's; it raises the bound
 ///    (`makespan_bound::rank_relaxation`).
-///    Then, on small problems whose answer is still not proven within 1 % of the optimum, the
-///    beams wider than 256 (`plan_beams`), with the time left.
+///    Then, where the answer is still not proven within 1 % of the optimum, the beams too
+///    costly to run early (`plan_beams`), with the time left.
 /// 5. The answer is simulated and validated again.
 /// 6. With the split backward, where a stage's B is cheaper than its I + W, the same search on
 ///    the fused problem (orders of F and B) and on three problems where some stages run B (see
@@ -238,8 +238,9 @@ inline void perturb(const model& m, sequences& seq, rng& random, std::size_t swa
 
 /// Which of `widths` (`beam_widths`) `tune` runs: `early` in turn after the first tabu
 /// searches, each while its work (`beam_work`) stays under 10^8; `late` after the exact phase,
-/// the wider ones that follow, while their work stays under 10^9, only where every width up to
-/// 256 ran early and the answer is still not proven within 1 % of the optimum (`within_1pc`).
+/// the wider ones that follow, while their work stays under 10^9, only where the answer is
+/// still not proven within 1 % of the optimum (`within_1pc`) and some width ran early (else
+/// even the narrowest costs more than 10^8, and the wider ones more still).
 /// (`tune` also stops either list where the bound is reached or a budget is spent.)
 struct beam_plan {
     std::size_t early = 0; ///< the first `early` widths
@@ -249,7 +250,7 @@ struct beam_plan {
                                           const std::vector<std::size_t>& widths, bool within_1pc) {
     beam_plan plan;
     while (plan.early < widths.size() && beam_work(m, n, widths[plan.early]) <= 1e8) ++plan.early;
-    if (within_1pc || plan.early == 0 || widths[plan.early - 1] < 256) return plan;
+    if (within_1pc || plan.early == 0) return plan;
     while (plan.early + plan.late < widths.size() &&
            beam_work(m, n, widths[plan.early + plan.late]) <= 1e9)
         ++plan.late;
@@ -635,12 +636,13 @@ struct beam_plan {
         }
     }
 
-    // 4b. Wider beams, where the answer is still not proven within 1 % of the optimum, on
-    // problems small enough that every beam up to 256 ran: the widths after those (1024,
-    // 4096, up to `beam_width`) while their work stays under 10^9 (a few seconds) and time is
-    // left. On 120 held-out problems (p = 4, m = 8, two stages per rank) they found faster
-    // orders on 13 of the 33 that the bound does not vouch for, by up to 0.7 %, one of them
-    // where tune was 1.004 % above an order they find (docs/tuning.md).
+    // 4b. Wider beams, where the answer is still not proven within 1 % of the optimum: the
+    // widths after those that ran early (up to `beam_width`) while their work stays under
+    // 10^9 (a few seconds) and time is left. On 120 held-out problems (p = 4, m = 8, two
+    // stages per rank; widths 1024 and 4096) they found faster orders on 13 of the 33 that the
+    // bound does not vouch for, by up to 0.7 %, one of them where tune was 1.004 % above an
+    // order they find; on 60 problems of 8 ranks and 20 of 4 ranks x 16 microbatches (widths
+    // 16 to 1024) on 8 of the 48 not vouched for, by 0.08-3.6 % (docs/tuning.md).
     // They run last: where the bound is within 1 %, the answer comes as soon as before.
     // (Not where orders that run B are searched after this: those passes share the time left.)
     {
