@@ -127,7 +127,7 @@ TEST_CASE("wrong keys, types and values are reported at the value", "[cost_json]
           "(null keeps a stage's default)");
     // Inconsistent values: no single position to point at.
     CHECK(error_of("{\"B\": 1, \"I\": 2}") ==
-          "costs.json: ppsched::cost_model: B must be >= the given I or W (stage 0)");
+          "costs.json: B must be >= the given I or W (stage 0)");
 }
 
 TEST_CASE("a missing cost file is a parse error naming it", "[cost_json][errors]") {

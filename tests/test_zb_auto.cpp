@@ -7,6 +7,7 @@
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/algorithms/validate.hpp>
 #include <ppsched/generate.hpp>
+#include <ppsched/memory_limit.hpp>
 #include <ppsched/schedules/one_f_one_b.hpp>
 #include <ppsched/schedules/zb_auto.hpp>
 
@@ -125,6 +126,31 @@ TEST_CASE("zb_auto keeps every rank within its memory limit and runs everywhere"
                     ++checked;
                 }
     CHECK(checked > 4000);
+}
+
+TEST_CASE("zb_auto's memory limit holds activations whose sum rounds above it", "[zb_auto]") {
+    // 3 x 0.7 sums to 2.0999999999999996 and 4 x 0.7 - 0.7 to one ulp above 2.1; with I
+    // freeing 0.3, sums of 0.3 and 0.7 land an ulp above 2. The planner threw "cannot keep
+    // stage 0 within the memory limit" on each; it now plans what the exact numbers allow:
+    // the order of the same problem in whole units.
+    // (In the whole units, activations of 10 freeing 3 and 7 sum exactly.)
+    struct scaled {
+        double activation, frees, limit, unit_activation, unit_limit;
+    };
+    for (const scaled& k : {scaled{0.7, 0, 2.1, 1, 3}, scaled{0.1, 0, 0.3, 1, 3},
+                            scaled{1, 0.3, 2, 10, 20}, scaled{0.1, 0.3, 0.2, 10, 20}})
+        for (int p = 2; p <= 6; ++p)
+            for (int m = p; m <= 3 * p; m += p) {
+                INFO("p=" << p << " m=" << m << " activation=" << k.activation
+                          << " frees=" << k.frees << " limit=" << k.limit);
+                const config cfg{.ranks = p, .microbatches = m};
+                const zb_costs c{.activation = k.activation, .input_grad_frees = k.frees};
+                const zb_costs unit{.activation = k.unit_activation, .input_grad_frees = k.frees};
+                const ppsched::order o = ppsched::generate(ppsched::zb_auto{c, k.limit}, cfg);
+                CHECK(o == ppsched::generate(ppsched::zb_auto{unit, k.unit_limit}, cfg));
+                CHECK(ppsched::fits_memory_limit(
+                    ppsched_test::peak_activations(ppsched::simulate(o, model_of(c))), k.limit));
+            }
 }
 
 TEST_CASE("zb_auto keeps the limit with I freeing part of the activation and per-stage costs",

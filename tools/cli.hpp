@@ -163,6 +163,13 @@ struct command_help {
     return ppsched::detail::counted(n, one, many);
 }
 
+/// The files this run has read (`read_input`): no output may replace one of them
+/// (`expect_distinct_files`, `write_output_files`). One command per process, so one list.
+[[nodiscard]] inline std::vector<std::string>& files_read() {
+    static std::vector<std::string> files;
+    return files;
+}
+
 /// Reads all of standard input (at most `io::default_max_input_bytes`; see `io::read_stream`).
 [[nodiscard]] inline std::string read_stdin() { return io::read_stream(std::cin, "<stdin>"); }
 

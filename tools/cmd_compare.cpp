@@ -15,6 +15,7 @@
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/config.hpp>
 #include <ppsched/io/svg.hpp>
+#include <ppsched/memory_limit.hpp>
 #include <ppsched/registry.hpp>
 #include <ppsched/tune/tune.hpp>
 
@@ -285,7 +286,7 @@ void collect_builtin(const compare_request& q, comparison& c) {
                 if (first_reason.empty()) first_reason = describe_problem(r.sim);
                 continue;
             }
-            if (q.limit && r.peak_memory > *q.limit * (1 + 1e-12)) {
+            if (q.limit && !fits_memory_limit(r.peak_memory, *q.limit)) {
                 const std::string why = "peak memory " + format_number(r.peak_memory) +
                                         " exceeds the limit " + format_number(*q.limit) +
                                         " (stages per rank: " + std::to_string(v) + ")";

@@ -10,6 +10,7 @@
 #include <ppsched/algorithms/lower.hpp>
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/config.hpp>
+#include <ppsched/memory_limit.hpp>
 #include <ppsched/registry.hpp>
 
 #include "cli.hpp"
@@ -150,7 +151,7 @@ int cmd_simulate(std::span<const std::string> argv, output& out) {
         const double limit = parse_positive(*text, "--memory-limit");
         std::string over;
         for (const rank_summary& r : sim.ranks)
-            if (r.peak_memory > limit)
+            if (!fits_memory_limit(r.peak_memory, limit))
                 over += std::string(over.empty() ? "" : ", ") + "rank " + std::to_string(r.rank) +
                         " peaks at " + format_number(r.peak_memory);
         if (format == "text")

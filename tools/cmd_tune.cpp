@@ -27,13 +27,14 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "cost_options.hpp"
+#include "order_source.hpp"
 #include "output_file.hpp"
 
 namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 16> tune_own_options{{
+constexpr std::array<option, 17> tune_own_options{{
     {"--ranks", "P", "pipeline ranks (required)"},
     {"--microbatches", "M", "microbatches per step (required)"},
     {"--stages-per-rank", "V", "model chunks per rank (default 1 with loop, 2 with v)"},
@@ -61,6 +62,9 @@ constexpr std::array<option, 16> tune_own_options{{
     {"--seed", "N", "seed of the search's random choices (default 1)"},
     {"--output", "FILE", "write the order as PyTorch's CSV (compute_only format) to FILE"},
     {"--picture", "FILE", "draw the tuned order above the best built-in schedule (SVG)"},
+    {"--max-boxes", "N",
+     "with --picture: draw at most N actions in all (default 1000000); more is an error, "
+     "before the search where the tuned order alone is more"},
     {"--format", "FORMAT", "text (default), json, or none (only the exit status)"},
     {"--quiet", "", "no progress line on stderr"},
 }};
@@ -114,7 +118,7 @@ tune_problem read_problem(const args& a) {
     const auto stages =
         static_cast<std::size_t>(p.ranks) * static_cast<std::size_t>(p.stages_per_rank);
     if (!p.costs.per_stage.empty() && p.costs.per_stage.size() != stages)
-        throw usage_error(printable(a.value("--costs").value_or("the cost file")) + " gives " +
+        throw usage_error(per_stage_source(a) + " gives " +
                           std::to_string(p.costs.per_stage.size()) +
                           " per-stage entries but the problem has " + std::to_string(stages) +
                           " stages (" + counted(p.ranks, "rank", "ranks") + " x " +
@@ -160,13 +164,25 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
             ? "gap unbounded: a bound of 0 proves nothing"
             : "gap " + percent(r.gap) + ": no valid order is faster than the bound");
     row("bubble", percent(sim.bubble_fraction), "idle / (ranks x makespan)");
+    // Past the time limit the remaining built-ins are not tried (huge problems): say so.
+    long long untried = 0;
+    for (const tune_candidate& c : r.candidates)
+        if (c.why_not.starts_with("not tried")) ++untried;
+    const std::string untried_note =
+        untried == 0
+            ? ""
+            : " (" + std::to_string(untried) + " not tried: the time limit was spent before them)";
     if (r.best_builtin.empty()) {
-        row("best built-in", "none", "no built-in schedule applies and fits the memory limit");
+        row("best built-in", "none",
+            (untried == 0 ? "no built-in schedule applies and fits the memory limit"
+                          : "none of those tried applies and fits the memory limit") +
+                untried_note);
     } else {
         const double gain = (r.best_builtin_makespan - r.makespan) / r.best_builtin_makespan;
         row("best built-in", format_number(r.best_builtin_makespan),
             r.best_builtin +
-                (gain > 0 ? ": tuned is " + percent(gain) + " faster" : ": as fast as tuned"));
+                (gain > 0 ? ": tuned is " + percent(gain) + " faster" : ": as fast as tuned") +
+                untried_note);
     }
     row("started from", format_number(r.start_makespan), r.start);
     row("searched", std::to_string(r.evaluations) + " orders",
@@ -257,7 +273,18 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     const auto csv_path = a.value("--output");
     const auto picture_path = a.value("--picture");
     expect_distinct_files(a, {"--output", "--picture"});
+    if (a.has("--max-boxes") && !picture_path)
+        throw usage_error("--max-boxes needs --picture (nothing is drawn without it)");
+    const long long max_boxes = a.integer("--max-boxes", 1, 1LL << 40, default_max_boxes);
     const tune_problem problem = read_problem(a);
+    // The tuned order alone draws every compute action: refuse a picture too large to open
+    // before the search, not after it.
+    if (picture_path) {
+        const long long least = static_cast<long long>(problem.cfg().num_stages()) *
+                                problem.microbatches *
+                                (problem.backward == backward_mode::split ? 3 : 2);
+        if (least > max_boxes) throw usage_error(too_many_boxes(least, max_boxes));
+    }
     for (const char* flag : {"--unshard", "--reduce-grad"})
         if (a.has(flag))
             out.err += std::string("ppsched: warning: ") + flag +
@@ -299,12 +326,14 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     if (picture_path) {
         std::vector<io::chart> charts;
         charts.push_back({"tuned", problem.cfg(), sim, false, ""});
+        auto boxes = static_cast<long long>(r.best.action_count());
         auto add_builtin = [&](const std::string& name) {
             for (const tune_candidate& c : r.candidates)
-                if (c.name == name && c.applies)
-                    charts.push_back({name, problem.cfg(),
-                                      simulate(tune_candidate_order(problem, name), problem.costs),
-                                      false, ""});
+                if (c.name == name && c.applies) {
+                    const order o = tune_candidate_order(problem, name);
+                    boxes += static_cast<long long>(o.action_count());
+                    charts.push_back({name, problem.cfg(), simulate(o, problem.costs), false, ""});
+                }
         };
         if (!r.best_builtin.empty()) add_builtin(r.best_builtin);
         const std::size_t with_best = charts.size();
@@ -312,6 +341,7 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
             problem.stages_per_rank == 1)
             add_builtin("1F1B");
         const bool best_drawn = with_best > 1, reference_drawn = charts.size() > with_best;
+        if (boxes > max_boxes) throw usage_error(too_many_boxes(boxes, max_boxes));
         io::svg_options opts;
         opts.title =
             "ppsched tune: " + counted(problem.ranks, "rank", "ranks") + ", " +

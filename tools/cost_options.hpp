@@ -109,6 +109,13 @@ with_cost_options(const std::array<option, N>& own, std::span<const option, K> e
     return v;
 }
 
+/// Where the options' per-stage costs come from, for messages: the cost file's name, or the
+/// layout splitting --model.
+[[nodiscard]] inline std::string per_stage_source(const args& a) {
+    if (a.has("--layout")) return "--layout '" + printable(*a.value("--layout")) + "'";
+    return printable(a.value("--costs").value_or("the cost file"));
+}
+
 /// The cost model the options describe: the file (if any), then each flag.
 /// Throws `parse_error` for a bad file and `usage_error` for a bad flag.
 [[nodiscard]] inline cost_model read_cost_options(const args& a) {

@@ -27,6 +27,7 @@ namespace ppsched::cli {
     if (path != "-" && std::filesystem::is_directory(path, ec))
         throw parse_error(printable(path, 1024) + ": is a directory, expected a file", 0, 0);
     std::string text = path == "-" ? read_stdin() : io::read_file(path);
+    if (path != "-") files_read().push_back(path);
     // A UTF-8 byte order mark (some editors on Windows write one) is not part of the text.
     if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
     if (text.empty()) throw parse_error(source_name(path) + ": empty file", 0, 0);

@@ -134,7 +134,7 @@ struct sourced_order {
     if (!out.costs.per_stage.empty() &&
         out.costs.per_stage.size() != static_cast<std::size_t>(out.o.cfg().num_stages()))
         throw usage_error(
-            "the cost file gives " + std::to_string(out.costs.per_stage.size()) +
+            per_stage_source(a) + " gives " + std::to_string(out.costs.per_stage.size()) +
             " per-stage entries but the order has " + std::to_string(out.o.cfg().num_stages()) +
             " stages (ranks x stages per rank; with the dual placement stage i is the i-th "
             "stage of the first pipeline for i < P*V/2 and of the second after it, see "

@@ -83,6 +83,15 @@ inline bool same_file(const std::filesystem::path& a, const std::filesystem::pat
     return ea || eb ? a == b : ca == cb;
 }
 
+/// Throws `usage_error` when `path` (a regular file or none yet) is a file this run read
+/// (`files_read`): `--output order.csv` after `--costs order.csv` would replace the input.
+inline void expect_not_read(const std::filesystem::path& path, const std::string& shown) {
+    for (const std::string& input : files_read())
+        if (same_file(input, path))
+            throw usage_error("an output names the file " + shown +
+                              " that this command reads: it would be overwritten");
+}
+
 } // namespace detail
 
 /// Throws `usage_error` when one of `flags` of `a` is `-`: `command` prints its report on
@@ -96,14 +105,15 @@ inline void expect_file_names(const args& a, std::string_view command,
                               " a file name, not '-'");
 }
 
-/// Throws `usage_error` when two of `flags` of `a` name one regular file: a command that
-/// writes its files after a long search checks this before it starts (`write_output_files`
-/// refuses it again when writing).
+/// Throws `usage_error` when two of `flags` of `a` name one regular file, or one names a
+/// file the command read: a command that writes its files after a long search checks this
+/// before it starts (`write_output_files` refuses it again when writing).
 inline void expect_distinct_files(const args& a, std::initializer_list<std::string_view> flags) {
     std::vector<std::string> seen;
     for (const std::string_view flag : flags) {
         const auto path = a.value(flag);
         if (!path) continue;
+        if (path->empty()) throw usage_error(std::string(flag) + " needs a file name, got ''");
         // A device or FIFO (`/dev/null` twice) is written through, once per output.
         std::error_code ec;
         const std::filesystem::file_status st = std::filesystem::status(*path, ec);
@@ -111,6 +121,7 @@ inline void expect_distinct_files(const args& a, std::initializer_list<std::stri
         for (const std::string& other : seen)
             if (detail::same_file(other, *path))
                 throw usage_error("two outputs name the same file, " + printable(*path));
+        detail::expect_not_read(*path, printable(*path));
         seen.push_back(*path);
     }
 }
@@ -132,7 +143,7 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
     };
     std::vector<target_file> targets;
     for (const auto& [path, text] : files) {
-        if (path.empty()) throw usage_error("--output needs a file name");
+        if (path.empty()) throw usage_error("an output needs a file name, got ''");
         target_file t;
         t.shown = printable(path);
         t.text = text;
@@ -155,6 +166,7 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
         for (const target_file& other : targets)
             if (!t.through && !other.through && detail::same_file(other.target, t.target))
                 throw usage_error("two outputs name the same file, " + t.shown);
+        if (!t.through) detail::expect_not_read(t.target, t.shown);
         targets.push_back(std::move(t));
     }
     auto remove_temps = [&] {

@@ -7,7 +7,8 @@
 #     (a violation, exit 1; nothing huge allocated: a memory limit guards the run);
 #   a picture larger than --max-boxes is refused before anything is generated;
 #   error messages escape control characters and cut long cells; --costs DIR says so;
-#   cells with spaces and quoted cells are read as PyTorch's loader reads them.
+#   cells with spaces and quoted cells are read as PyTorch's loader reads them;
+#   an output never replaces a file the command reads (--costs, --csv, an order file).
 # usage: check_no_harm.sh TOOL CONFORMANCE_DIR
 set -u
 tool=$1 conf=$2
@@ -127,6 +128,11 @@ if grep -q FAIL "$tmp/index.log"; then fail "$(cat "$tmp/index.log")"; else ok "
 expect 2 "render 4000x4000 capped" "$tool" render GPipe --ranks 4000 --microbatches 4000 --output "$tmp/big.svg"
 grep -q -- '--max-boxes' "$tmp/err" || fail "the cap's message does not name --max-boxes"
 [[ -e $tmp/big.svg ]] && fail "a capped picture was written"
+# tune refuses before its search (the tuned order alone is over the cap: a 740 MB SVG once).
+expect 2 "tune 512x1024 --picture capped" timeout 20 "$tool" tune --ranks 512 --microbatches 1024 \
+  --time-limit 1 --quiet --picture "$tmp/big.svg"
+grep -q -- '--max-boxes' "$tmp/err" || fail "tune's cap does not name --max-boxes"
+[[ -e $tmp/big.svg ]] && fail "tune wrote a capped picture"
 expect 0 "render with --max-boxes raised" "$tool" render GPipe --ranks 2 --microbatches 4 --max-boxes 16 --output "$tmp/ok.svg"
 expect 2 "render over a lowered --max-boxes" "$tool" render GPipe --ranks 2 --microbatches 4 --max-boxes 15 --output "$tmp/no.svg"
 expect 2 "compare --output capped" "$tool" compare --ranks 1000 --microbatches 4000 --output "$tmp/c.svg"
@@ -214,6 +220,24 @@ grep -q "the same file" "$tmp/err" || fail "tune: two outputs in one file: no re
 [[ -e $tmp/same.x ]] && fail "tune: two outputs in one file: something was written"
 expect 0 "tune with both outputs into /dev/null" "$tool" tune --ranks 2 --microbatches 2 --quiet \
   --output /dev/null --picture /dev/null
+# An output that names an input file (through another spelling too) would replace it: refused
+# before the search, the input untouched; lower and render as well.
+printf '{"F": [1, 1]}\n' >"$tmp/in.json"
+cp "$tmp/in.json" "$tmp/in.orig"
+for flag in --output --picture; do
+  expect 2 "tune $flag naming its --costs" "$tool" tune --ranks 2 --microbatches 2 --quiet \
+    --costs "$tmp/in.json" $flag "$tmp/./in.json"
+  grep -q "that this command reads" "$tmp/err" || fail "tune $flag onto its input: no reason given"
+  cmp -s "$tmp/in.json" "$tmp/in.orig" || fail "tune $flag replaced its --costs file"
+done
+cp "$compute" "$tmp/in.csv"
+expect 2 "lower --output naming its input" "$tool" lower "$tmp/in.csv" --output "$tmp/in.csv"
+cmp -s "$tmp/in.csv" "$compute" || fail "lower replaced its input"
+expect 2 "render --output naming its --csv" "$tool" render --csv "$tmp/in.csv" --output "$tmp/in.csv"
+cmp -s "$tmp/in.csv" "$compute" || fail "render replaced its input"
+# An empty file name is refused with the flag that has it.
+expect 2 "tune --picture ''" "$tool" tune --ranks 2 --microbatches 2 --quiet --picture ''
+grep -q -- "--picture needs a file name" "$tmp/err" || fail "tune --picture '' names another flag"
 # /dev/stdout through a pipe: the descriptor's link names no path, the link itself opens.
 "$tool" trace 1F1B --ranks 2 --microbatches 2 --output /dev/stdout 2>"$tmp/err" | cat >"$tmp/piped"
 grep -q '"traceEvents"' "$tmp/piped" || fail "--output /dev/stdout into a pipe wrote nothing ($(cat "$tmp/err"))"

@@ -183,3 +183,29 @@ ppsched_cli_json_test(tune_overlap_bound
 # Communication-stream costs cannot change a compute-only order: said, not silently dropped.
 ppsched_cli_test(tune_comm_stream_flags_warned 0 STDERR_HAS "--unshard times an action on the communication stream"
                  ARGS tune --ranks 2 --microbatches 2 --unshard 1 --quiet)
+# Memory fits a limit up to rounding (memory_limit.hpp): 3 x 0.7 and 4 x 0.7 - 0.7 round an ulp
+# around 2.1, and ZB's planner refused a limit of 2.1 ("cannot keep stage 0 within the memory
+# limit"); simulate said "exceeded (rank 0 peaks at 0.3)" for three activations of 0.1.
+ppsched_cli_json_test(tune_memory_rounding
+  "any(c['name'] == 'ZB' and c['fits'] for c in d['candidates']) and d['best_builtin']['name'] == 'ZB'"
+  tune --ranks 4 --microbatches 8 --activation 0.7 --memory-limit 2.1 --max-evaluations 300 --quiet --format json)
+ppsched_cli_test(simulate_memory_rounding 0 STDOUT_HAS "memory limit 0.3: every rank fits"
+                 ARGS simulate 1F1B --ranks 3 --microbatches 3 --activation 0.1 --memory-limit 0.3)
+# On a problem of 2^20 compute actions or more, the built-ins left when the time limit is spent
+# are not tried (each costs up to seconds there; 2048 x 2048 took 12 s with --time-limit 1),
+# and the text says so.
+ppsched_cli_json_test(tune_builtins_past_time_limit
+  "all(c['why_not'].startswith('not tried') for c in d['candidates']) and d['best_builtin'] is None"
+  tune --ranks 1024 --microbatches 512 --time-limit 0.001 --quiet --format json)
+ppsched_cli_test(tune_builtins_past_time_limit_text 0 STDOUT_HAS "not tried: the time limit was spent before them"
+                 ARGS tune --ranks 1024 --microbatches 512 --time-limit 0.001 --quiet)
+# Messages that name what the user gave: the overflowing value (B taken as I + W), the memory
+# sum, and the layout (not a cost file that was never given).
+ppsched_cli_test(tune_derived_b_overflows 2 STDERR_HAS "stage 0's B is inf"
+                 ARGS tune --ranks 2 --microbatches 2 --f 1e308)
+ppsched_cli_test(tune_memory_overflows 2 STDERR_HAS "the memory values are too large"
+                 ARGS tune --ranks 2 --microbatches 2 --stages-per-rank 2 --activation 1e308
+                      --memory-limit 1e308)
+ppsched_cli_test(tune_layout_stage_count 2 STDERR_HAS "--layout 'Et*4|t*4L' gives 2 per-stage entries"
+                 ARGS tune --ranks 2 --microbatches 4 --model ${data}/model_tiny.json
+                      --layout "Et*4|t*4L" --stages-per-rank 2)

@@ -9,6 +9,7 @@
 // within the limit, the built-ins' too).
 #include "contract.hpp"
 
+#include <ppsched/memory_limit.hpp>
 #include <ppsched/tune/tune.hpp>
 
 #include <algorithm>
@@ -68,7 +69,7 @@ void check_result(const ppsched::tune_problem& p, const ppsched::tune_result& r)
     for (std::size_t i = 0; i < sim.ranks.size(); ++i) {
         PPSCHED_FUZZ_CHECK(sim.ranks[i].peak_memory == r.peak_memory[i]);
         if (p.memory_limit)
-            PPSCHED_FUZZ_CHECK(r.peak_memory[i] <= *p.memory_limit,
+            PPSCHED_FUZZ_CHECK(ppsched::fits_memory_limit(r.peak_memory[i], *p.memory_limit),
                                "rank " + std::to_string(i) + " peaks at " +
                                    std::to_string(r.peak_memory[i]));
     }

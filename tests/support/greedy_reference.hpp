@@ -56,7 +56,7 @@ inline bool reference_greedy_order(const dt::model& m, const dt::greedy_rule& ru
     // first, can each finish with what the others before it gave back.
     auto banker = [&](std::size_t r) {
         const double first = activation(m.rank_stages[r].front());
-        double avail = m.limit[r] - m.parameters[r] - held[r] - first;
+        double avail = m.fit_limit[r] - m.parameters[r] - held[r] - first;
         std::vector<std::pair<double, double>> claims{{need[r] - first, first}};
         for (int j = 0; j < mbs; ++j) {
             const auto ju = static_cast<std::size_t>(j);
@@ -76,10 +76,10 @@ inline bool reference_greedy_order(const dt::model& m, const dt::greedy_rule& ru
         const bool enters = a.stage == m.rank_stages[r].front();
         if (!rule.reserve) {
             if (enters && (in_flight[r] >= rule.cap[r] || !banker(r))) return false;
-            return m.parameters[r] + held[r] + activation(a.stage) <= m.limit[r];
+            return m.parameters[r] + held[r] + activation(a.stage) <= m.fit_limit[r];
         }
         return !enters || (in_flight[r] < rule.cap[r] &&
-                           m.parameters[r] + reserved[r] + need[r] <= m.limit[r]);
+                           m.parameters[r] + reserved[r] + need[r] <= m.fit_limit[r]);
     };
     // The rule's order of preference; an exact tie goes to the stage listed first on the
     // rank, then the lower kind.

@@ -198,7 +198,11 @@ inline void set_stage(std::string_view source, const ppsched::detail::json::valu
         const std::size_t n = c.per_stage.empty() ? 1 : c.per_stage.size();
         for (std::size_t s = 0; s < n; ++s) (void)c.at(static_cast<int>(s));
     } catch (const config_error& e) {
-        throw parse_error(std::string(source) + ": " + e.what(), 0, 0);
+        // "ppsched::cost_model: B must be ..." as "FILE: B must be ...": the file is the
+        // context a reader needs, the C++ function is not.
+        std::string_view what = e.what();
+        if (what.starts_with("ppsched::cost_model: ")) what.remove_prefix(21);
+        throw parse_error(std::string(source) + ": " + std::string(what), 0, 0);
     }
     return c;
 }

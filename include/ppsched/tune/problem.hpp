@@ -80,8 +80,9 @@ struct tune_options {
     /// Wall-clock budget in seconds; the search also stops when the gap is 0 or when it has
     /// converged (every start point is at a local optimum and the restarts are spent). It bounds
     /// the search, not what comes before it: every applicable built-in schedule is generated and
-    /// timed first (linear in the actions: seconds at millions of microbatches), so the answer
-    /// is never worse than the best of them.
+    /// timed first (linear in the actions), so the answer is never worse than the best of them;
+    /// only on problems of 2^20 compute actions or more (where each takes up to seconds) are
+    /// those left when the limit is spent not tried (`tune_candidate::why_not` "not tried").
     double time_limit = 10;
     /// Stop after this many simulated orders (0: no limit). With this limit and a generous
     /// `time_limit` the result depends only on the problem, the options and `seed`.

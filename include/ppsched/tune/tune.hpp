@@ -270,7 +270,7 @@ struct beam_plan {
         const double first = m.stage[static_cast<std::size_t>(m.rank_stages[r].front())].activation;
         double need = 0;
         for (int s : m.rank_stages[r]) need += m.stage[static_cast<std::size_t>(s)].activation;
-        const double room = m.limit[r] - m.parameters[r] - need;
+        const double room = m.fit_limit[r] - m.parameters[r] - need;
         if (first > 0 && room < first * m.microbatches)
             memory_cap[r] = static_cast<int>(std::max(0.0, room / first)) + 1;
     }
@@ -385,10 +385,22 @@ struct beam_plan {
     // The best built-in order as the schedule wrote it: returned as it is when the search finds
     // nothing faster (an OVERLAP_F_B or B taken apart times the same up to rounding).
     order best_builtin_order;
+    const bool many_actions =
+        static_cast<double>(cfg.num_stages()) * problem.microbatches * (m.split ? 3 : 2) >=
+        static_cast<double>(1 << 20);
     for (const schedule_entry& entry : reg.entries()) {
         if (entry.placement != problem.placement) continue;
         tune_candidate cand;
         cand.name = entry.pytorch_name;
+        // Each is linear in the actions, but on millions of them (2048 x 2048) the built-ins
+        // alone took 12 s: on problems of 2^20 compute actions or more, those left when the
+        // time limit is spent are not tried (the answer then need not beat them; with the
+        // time they need it does). Smaller problems time them all, whatever the limit.
+        if (many_actions && clock::now() >= spend.deadline) {
+            cand.why_not = "not tried: the time limit was spent before it";
+            result.candidates.push_back(std::move(cand));
+            continue;
+        }
         const schedule_params params = candidate_params(entry, problem);
         order o;
         // PyTorch's step tables keep idle steps, quadratic in the ranks: 8192 ranks with one
@@ -432,7 +444,7 @@ struct beam_plan {
             cand.makespan = sim.makespan;
             for (const rank_summary& rs : sim.ranks)
                 cand.peak_memory = std::max(cand.peak_memory, rs.peak_memory);
-            cand.fits = cand.peak_memory <= limit;
+            cand.fits = fits_memory_limit(cand.peak_memory, limit);
             if (!cand.fits) cand.why_not = "its peak memory exceeds the limit";
             if (cand.fits &&
                 (result.best_builtin.empty() || cand.makespan < result.best_builtin_makespan)) {
@@ -760,7 +772,7 @@ struct beam_plan {
                     simulate(*found, problem.costs, simulate_options{.timeline = false});
                 bool fits = fs && validate(*found);
                 for (std::size_t r = 0; fits && r < fs.ranks.size(); ++r)
-                    fits = fs.ranks[r].peak_memory <= limit;
+                    fits = fits_memory_limit(fs.ranks[r].peak_memory, limit);
                 if (fits && fs.makespan < result.makespan) {
                     result.best = std::move(*found);
                     result.makespan = fs.makespan;

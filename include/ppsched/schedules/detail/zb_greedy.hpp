@@ -11,6 +11,7 @@
 #include "ppsched/action.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/error.hpp"
+#include "ppsched/memory_limit.hpp"
 #include "ppsched/order.hpp"
 #include "ppsched/schedules/zb_costs.hpp"
 
@@ -33,7 +34,7 @@ class zb_greedy {
                         double activation, double input_grad_frees, double limit, const char* who)
         : p_(cfg.ranks), m_(cfg.microbatches), cost_(cost), comm_(comm), mem_f_(activation),
           mem_i_(-input_grad_frees * activation), mem_w_(-(1 - input_grad_frees) * activation),
-          limit_(limit), who_(who) {}
+          limit_(limit), room_(limit + memory_limit_slack(limit)), who_(who) {}
 
     /// Runs one try; returns the longest rank span (the try's score) and leaves the order in
     /// `rows()`. Throws `config_error` when the limit cannot be kept.
@@ -55,7 +56,7 @@ class zb_greedy {
             int& e = extra[idx(s)];
             while (n_[kind_f][idx(s)] + e < m_ &&
                    memory(n_[kind_f][idx(s)] + e + 1, n_[kind_i][idx(s)], n_[kind_w][idx(s)]) <=
-                       limit_) {
+                       room_) {
                 if (flags.allow_bubble_before_first_i) {
                     if (t + c.f > last_t + comm_) break;
                 } else if (t >= last_t + comm_) {
@@ -189,7 +190,7 @@ class zb_greedy {
 
     // Puts W until `need` more memory fits under the limit.
     constexpr void make_room(int s, double need) {
-        while (memory(s) + need > limit_) {
+        while (memory(s) + need > room_) {
             PPSCHED_EXPECTS(pending_w(s), who_, ": cannot keep stage ", s,
                             " within the memory limit (", limit_,
                             "): no weight gradient is left to free memory");
@@ -225,7 +226,7 @@ class zb_greedy {
         double w_cost = 0;
         int ws = 0;
         double mem = memory(s) + mem_f_;
-        while (mem > limit_ && n_[kind_w][idx(s)] + ws < n_[kind_i][idx(s)]) {
+        while (mem > room_ && n_[kind_w][idx(s)] + ws < n_[kind_i][idx(s)]) {
             w_cost += cost_[idx(s)].w;
             mem += mem_w_;
             ++ws;
@@ -238,6 +239,7 @@ class zb_greedy {
     int p_, m_;
     const std::vector<zb_stage_cost>& cost_;
     double comm_, mem_f_, mem_i_, mem_w_, limit_;
+    double room_; // the limit up to rounding (memory_limit.hpp)
     const char* who_;
     std::vector<int> n_[3];      // actions put per kind and stage
     std::vector<double> fin_[3]; // end time per kind, stage and microbatch (-1: not yet)

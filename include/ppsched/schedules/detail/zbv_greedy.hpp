@@ -16,6 +16,7 @@
 #include "ppsched/action.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/error.hpp"
+#include "ppsched/memory_limit.hpp"
 #include "ppsched/order.hpp"
 #include "ppsched/schedules/zb_costs.hpp"
 
@@ -37,7 +38,7 @@ class zbv_greedy {
         : p_(cfg.ranks), m_(cfg.microbatches), cfg_(cfg), cost_(cost),
           comm_(comm), mem_{activation, -input_grad_frees * activation,
                             -(1 - input_grad_frees) * activation},
-          limit_(limit) {}
+          limit_(limit), room_(limit + memory_limit_slack(limit)) {}
 
     /// One try with the given switches and per-rank approved bubbles (empty: none).
     constexpr zbv_try_result run(bool fill_f, bool fill_b, const std::vector<double>& approved) {
@@ -45,7 +46,7 @@ class zbv_greedy {
         warm_up();
         for (int round = 0; round < 2 * m_; ++round) {
             for (int r = 0; r < p_; ++r)
-                while (memory(r) + mem_[kind_i] > limit_) put_w(r);
+                while (memory(r) + mem_[kind_i] > room_) put_w(r);
             put_backwards(fill_b);
             put_forwards(fill_f);
         }
@@ -137,7 +138,7 @@ class zbv_greedy {
     constexpr void put(int kind, int d, int r) {
         const int mb = count(r, kind, d);
         require(mb < m_, "no microbatch left for the action it chose", kind, d, r);
-        require(memory(r) + mem_[u(kind)] <= limit_, "the memory limit is exceeded", kind, d, r);
+        require(memory(r) + mem_[u(kind)] <= room_, "the memory limit is exceeded", kind, d, r);
         // The action before it on the same rank (F[1] after F[0], I[0] after F[1], I[1] after
         // I[0], W after its I) must already be planned, as must the upstream one.
         if (kind < 2 && (kind > 0 || d > 0)) {
@@ -199,7 +200,7 @@ class zbv_greedy {
                 continue;
             }
             const double arrive = end_of(kind_f, 1, r + 1, 0) + comm_;
-            while (memory(r) + mem_[kind_f] * (2 + 2 * r) <= limit_ &&
+            while (memory(r) + mem_[kind_f] * (2 + 2 * r) <= room_ &&
                    cur_[u(r)] + duration(kind_f, 0, r) <= arrive && count(r, kind_f, 0) < m_)
                 for (int j = 0; j <= r; ++j) put(kind_f, 0, j);
             put(kind_f, 1, r);
@@ -262,7 +263,7 @@ class zbv_greedy {
             else if (f0 < m_ && (r == 0 || done(kind_f, 0, r - 1, f0)))
                 d = 0;
             if (d < 0) continue;
-            while (memory(r) + mem_[kind_f] > limit_) put_w(r);
+            while (memory(r) + mem_[kind_f] > room_) put_w(r);
             const int up = upstream(d, r);
             fill_gap(r, up, up >= 0 ? end_of(kind_f, d, up, count(r, kind_f, d)) : -1, fill_f);
             put(kind_f, d, r);
@@ -275,6 +276,7 @@ class zbv_greedy {
     double comm_;
     double mem_[3];
     double limit_;
+    double room_; // the limit up to rounding (memory_limit.hpp)
     std::vector<int> count_;
     std::vector<double> end_;
     std::vector<double> cur_;    // when each rank becomes free

@@ -257,7 +257,7 @@ class evaluator {
         evaluation out;
         out.ok = remaining == 0;
         for (std::size_t r = 0; r < static_cast<std::size_t>(m_.ranks); ++r) {
-            if (m_.parameters[r] + peak_[r] > m_.limit[r]) out.memory_ok = false;
+            if (m_.parameters[r] + peak_[r] > m_.fit_limit[r]) out.memory_ok = false;
             out.makespan = out.makespan < free_[r] ? free_[r] : out.makespan;
             out.sum_end += free_[r];
         }

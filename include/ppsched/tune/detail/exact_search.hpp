@@ -1040,7 +1040,7 @@ class exact_search {
         const double e = est[q];
         if (e < 0) return false;
         const auto r = static_cast<std::size_t>(rank_[q]);
-        if (kind_[q] == kind_forward && m_.parameters[r] + (held_[r] + mem_[q]) > m_.limit[r])
+        if (kind_[q] == kind_forward && m_.parameters[r] + (held_[r] + mem_[q]) > m_.fit_limit[r])
             return false;
         for (std::size_t y = 0; y < queues_; ++y)
             if (y != q && rank_[y] == rank_[q] && kind_[y] != kind_forward && est[y] >= 0 &&
@@ -1086,7 +1086,7 @@ class exact_search {
                     const std::size_t q = queue(k, s);
                     if (cnt_[q] >= mb_) continue;
                     const bool fits = k != kind_forward ||
-                                      !(m_.parameters[r] + (held_[r] + mem_[q]) > m_.limit[r]);
+                                      !(m_.parameters[r] + (held_[r] + mem_[q]) > m_.fit_limit[r]);
                     if (est[q] >= 0 && fits)
                         n += est[q] <= c ? 1U : 0U;
                     else if (head[q * mb_ + cnt_[q]] < c)

@@ -142,7 +142,7 @@ struct greedy_rule {
         dirty[r] = 0;
         const double first_activation =
             m.stage[static_cast<std::size_t>(first_stage(r))].activation;
-        double avail = m.limit[r] - m.parameters[r] - held[r] - first_activation;
+        double avail = m.fit_limit[r] - m.parameters[r] - held[r] - first_activation;
         claims.clear();
         claims.emplace_back(need[r] - first_activation, first_activation); // the one entering
         for (std::size_t e = 1; e < groups; ++e)
@@ -168,10 +168,11 @@ struct greedy_rule {
         if (!rule.reserve) {
             if (enters && (in_flight[r] >= rule.cap[r] || !safe_to_enter(r))) return false;
             return m.parameters[r] + held[r] + m.stage[static_cast<std::size_t>(s)].activation <=
-                   m.limit[r];
+                   m.fit_limit[r];
         }
         if (!enters) return true; // already admitted on this rank
-        return in_flight[r] < rule.cap[r] && m.parameters[r] + reserved[r] + need[r] <= m.limit[r];
+        return in_flight[r] < rule.cap[r] &&
+               m.parameters[r] + reserved[r] + need[r] <= m.fit_limit[r];
     };
     auto track = [&](std::size_t r, int j, double delta, bool forward) {
         if (rule.reserve) return;

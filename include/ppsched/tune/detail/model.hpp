@@ -9,12 +9,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ppsched/action.hpp"
 #include "ppsched/config.hpp"
 #include "ppsched/cost_model.hpp"
 #include "ppsched/error.hpp"
+#include "ppsched/memory_limit.hpp"
 #include "ppsched/tune/problem.hpp"
 
 namespace ppsched::detail::tune {
@@ -43,6 +45,9 @@ struct model {
     std::vector<std::vector<int>> rank_stages; ///< each rank's stages, increasing
     std::vector<double> parameters;            ///< per rank
     std::vector<double> limit;                 ///< per rank: peak memory allowed (or huge)
+    /// Per rank: what an order may hold, `limit` up to rounding (memory_limit.hpp). The search
+    /// admits orders by it; the bounds read `limit` (their own tolerances cover the rounding).
+    std::vector<double> fit_limit;
 
     [[nodiscard]] int kinds() const noexcept { return split ? 3 : 2; }
     [[nodiscard]] int node(int s, int mb, int kind) const noexcept {
@@ -145,10 +150,14 @@ struct model {
         st.dur[kind_backward] = m.split ? c.backward_input : c.full_backward;
         st.dur[kind_weight] = m.split ? c.backward_weight : 0;
         st.activation = c.activation;
-        for (double x : {c.forward, c.backward_input, c.backward_weight, c.full_backward,
-                         c.activation, c.parameters})
-            PPSCHED_EXPECTS(finite_non_negative(x), "ppsched::tune: the costs of stage ", s,
-                            " must be finite non-negative numbers");
+        const std::pair<const char*, double> values[] = {
+            {"F", c.forward},       {"I", c.backward_input},      {"W", c.backward_weight},
+            {"B", c.full_backward}, {"activation", c.activation}, {"parameters", c.parameters}};
+        for (const auto& [name, x] : values)
+            PPSCHED_EXPECTS(finite_non_negative(x), "ppsched::tune: stage ", s, "'s ", name, " is ",
+                            x,
+                            ": every cost must be a finite non-negative number (a B taken as "
+                            "I + W overflows where I and W are finite but too large)");
         work += c.forward + c.full_backward + c.backward_input + c.backward_weight;
         m.parameters[static_cast<std::size_t>(st.rank)] += c.parameters;
         m.rank_stages[static_cast<std::size_t>(st.rank)].push_back(s);
@@ -170,19 +179,25 @@ struct model {
         st.msg_from_next = msg(st.next);
     }
     const std::vector<double> least = least_memory(m);
+    for (std::size_t r = 0; r < least.size(); ++r)
+        PPSCHED_EXPECTS(least[r] <= 1e300, "ppsched::tune: the memory values are too large: rank ",
+                        r, "'s parameters and one activation of each of its stages sum to ",
+                        least[r], ", over 1e300");
     m.limit.assign(static_cast<std::size_t>(p.ranks), 1e300);
+    m.fit_limit.assign(static_cast<std::size_t>(p.ranks), 1e300);
     if (p.memory_limit) {
         const double limit = *p.memory_limit;
         PPSCHED_EXPECTS(finite_non_negative(limit),
                         "ppsched::tune: the memory limit must be a finite non-negative number");
         for (int r = 0; r < p.ranks; ++r) {
             const auto ru = static_cast<std::size_t>(r);
-            PPSCHED_EXPECTS(limit >= least[ru], "ppsched::tune: the memory limit ", limit,
-                            " is below the least any order needs: rank ", r, " needs ", least[ru],
-                            " (parameters ", m.parameters[ru],
+            PPSCHED_EXPECTS(fits_memory_limit(least[ru], limit), "ppsched::tune: the memory limit ",
+                            limit, " is below the least any order needs: rank ", r, " needs ",
+                            least[ru], " (parameters ", m.parameters[ru],
                             " + one microbatch's activations on each of its stages ",
                             least[ru] - m.parameters[ru], ")");
             m.limit[ru] = limit;
+            m.fit_limit[ru] = limit + memory_limit_slack(limit);
         }
     }
     return m;

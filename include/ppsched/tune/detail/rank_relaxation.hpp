@@ -163,7 +163,7 @@ class rank_relaxation {
         }
         const auto ru = static_cast<std::size_t>(rank_);
         parameters_ = m_.parameters[ru];
-        limit_ = m_.limit[ru];
+        limit_ = m_.fit_limit[ru]; // a relaxation: whatever the search admits
         done_.assign(n, 0);
         end_.assign(n, 0);
         next_.assign(queue_start_.size(), 0);
