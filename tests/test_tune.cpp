@@ -1000,6 +1000,22 @@ TEST_CASE("tune: the same seed and budget give the same order", "[tune]") {
     CHECK(a.beam_nodes == b.beam_nodes);
 }
 
+TEST_CASE("tune_problem::compute_actions counts the actions of the search's model", "[tune]") {
+    CHECK(tune_problem{.ranks = 4, .microbatches = 8, .stages_per_rank = 2}.compute_actions() ==
+          192);
+    for (const backward_mode b : {backward_mode::split, backward_mode::fused}) {
+        tune_problem p;
+        p.ranks = 3;
+        p.microbatches = 5;
+        p.stages_per_rank = 2;
+        p.backward = b;
+        const dt::model m = dt::make_model(p);
+        std::size_t n = 0;
+        for (int r = 0; r < m.ranks; ++r) n += m.rank_actions(r);
+        CHECK(p.compute_actions() == static_cast<double>(n));
+    }
+}
+
 TEST_CASE("tune: a memory limit holds activations whose sum rounds above it", "[tune]") {
     // Three activations of 0.1 sum to 0.30000000000000004: with a limit of 0.3 only two fit
     // in exact floating point, and tune answered 41 "proven optimal" where the same problem in

@@ -167,7 +167,7 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
     // Past the time limit the remaining built-ins are not tried (huge problems): say so.
     long long untried = 0;
     for (const tune_candidate& c : r.candidates)
-        if (c.why_not.starts_with("not tried")) ++untried;
+        if (!c.tried) ++untried;
     const std::string untried_note =
         untried == 0
             ? ""
@@ -280,10 +280,9 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     // The tuned order alone draws every compute action: refuse a picture too large to open
     // before the search, not after it.
     if (picture_path) {
-        const long long least = static_cast<long long>(problem.cfg().num_stages()) *
-                                problem.microbatches *
-                                (problem.backward == backward_mode::split ? 3 : 2);
-        if (least > max_boxes) throw usage_error(too_many_boxes(least, max_boxes));
+        const double least = problem.compute_actions();
+        if (least > static_cast<double>(max_boxes))
+            throw usage_error(too_many_boxes(static_cast<long long>(least), max_boxes));
     }
     for (const char* flag : {"--unshard", "--reduce-grad"})
         if (a.has(flag))

@@ -63,6 +63,13 @@ struct tune_problem {
                       .microbatches = microbatches,
                       .placement = placement};
     }
+
+    /// The compute actions every order of the problem holds: F, I and W (F and B when the
+    /// backward is fused) of each stage and microbatch. In floating point: it can pass any int.
+    [[nodiscard]] constexpr double compute_actions() const noexcept {
+        return static_cast<double>(ranks) * stages_per_rank * microbatches *
+               (backward == backward_mode::split ? 3 : 2);
+    }
 };
 
 /// What `tune` reports while it searches (about once a second).
@@ -148,6 +155,9 @@ struct tune_candidate {
     double makespan = 0;    ///< its simulated makespan (when it applies)
     double peak_memory = 0; ///< its largest per-rank peak memory (when it applies)
     std::string why_not;    ///< why it does not apply (the schedule's own message)
+    /// False where it was not generated: on problems of 2^20 compute actions or more, once the
+    /// time limit is spent (`why_not` then says so).
+    bool tried = true;
 };
 
 /// The lower bound on the makespan of every valid order of a problem, and its parts

@@ -385,9 +385,7 @@ struct beam_plan {
     // The best built-in order as the schedule wrote it: returned as it is when the search finds
     // nothing faster (an OVERLAP_F_B or B taken apart times the same up to rounding).
     order best_builtin_order;
-    const bool many_actions =
-        static_cast<double>(cfg.num_stages()) * problem.microbatches * (m.split ? 3 : 2) >=
-        static_cast<double>(1 << 20);
+    const bool many_actions = problem.compute_actions() >= static_cast<double>(1 << 20);
     for (const schedule_entry& entry : reg.entries()) {
         if (entry.placement != problem.placement) continue;
         tune_candidate cand;
@@ -397,6 +395,7 @@ struct beam_plan {
         // time limit is spent are not tried (the answer then need not beat them; with the
         // time they need it does). Smaller problems time them all, whatever the limit.
         if (many_actions && clock::now() >= spend.deadline) {
+            cand.tried = false;
             cand.why_not = "not tried: the time limit was spent before it";
             result.candidates.push_back(std::move(cand));
             continue;
