@@ -9,6 +9,8 @@
 
 #include "support.hpp"
 
+#include <chrono>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
@@ -162,9 +164,49 @@ void beam(benchmark::State& state, std::size_t threads) {
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// A tabu search of 20 000 timed orders from a greedy start, its steps' moves timed on
+// `threads` threads (`move_timer`): the same search for any count, only its time changes.
+void tabu(benchmark::State& state, int p, int m, int v, std::size_t threads) {
+    const tune_problem prob = reference_problem(p, m, v, stage_placement::loop, true, 0.1, p);
+    const detail::tune::model model = detail::tune::make_model(prob);
+    detail::tune::sequences start;
+    for (const auto& g : detail::tune::greedy_rules(model))
+        if (detail::tune::greedy_order(model, g, start)) break;
+    detail::tune::evaluation r;
+    std::uint64_t orders = 0;
+    for (auto _ : state) {
+        detail::tune::evaluator ev(model);
+        detail::tune::move_timer timer(model, threads);
+        detail::tune::budget limit;
+        limit.deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
+        limit.max_evaluations = 20'000;
+        detail::tune::rng random(1);
+        detail::tune::sequences seq = start;
+        r = detail::tune::tabu_search(model, ev, seq, ev.run(seq), limit, random, 1'000'000, true,
+                                      &timer);
+        orders = ev.count();
+        benchmark::DoNotOptimize(r);
+    }
+    state.counters["makespan"] = r.makespan;
+    state.counters["orders/s"] = benchmark::Counter(static_cast<double>(orders),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+}
+
 } // namespace
 
 void register_tune_benchmarks() {
+    struct tabu_size {
+        int p, m, v;
+    };
+    for (const tabu_size& s : {tabu_size{4, 8, 2}, tabu_size{8, 32, 2}, tabu_size{32, 128, 1}})
+        for (std::size_t threads : {std::size_t{1}, std::size_t{2}})
+            benchmark::RegisterBenchmark(
+                ("tune/tabu/p" + std::to_string(s.p) + "_m" + std::to_string(s.m) + "_v" +
+                 std::to_string(s.v) + "/threads:" + std::to_string(threads))
+                    .c_str(),
+                [s, threads](benchmark::State& st) { tabu(st, s.p, s.m, s.v, threads); })
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
     for (std::size_t threads : {std::size_t{1}, std::size_t{2}, std::size_t{4}})
         benchmark::RegisterBenchmark(
             ("tune/beam256/p4_m8_loop2_w15_half_memory/threads:" + std::to_string(threads)).c_str(),

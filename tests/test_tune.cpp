@@ -914,6 +914,80 @@ TEST_CASE("tune: timing a moved order from where it changed equals timing it who
     CHECK(timed_ok > compared / 8); // many moves deadlock; enough of them run
 }
 
+TEST_CASE("tune: a tabu step's moves timed on several threads give the same search", "[tune]") {
+    // The same start, seed and evaluation budget, with the moves of every step timed on 2 or 3
+    // threads and one by one: the same order, evaluation and count of orders timed, also where
+    // the budget ends in the middle of a step (the shared timing then timed moves the one-by-one
+    // search never reached; they must not count).
+    std::vector<ppsched_test::suite_problem> problems =
+        ppsched_test::tune_suite(std::vector<int>{4});
+    int searched = 0, cut = 0;
+    for (std::size_t i = 0; i < problems.size(); i += ppsched_test::sanitized ? 29 : 7) {
+        const auto& sp = problems[i];
+        INFO(sp.name);
+        const dt::model m = dt::make_model(sp.problem);
+        dt::sequences start;
+        bool any = false;
+        for (const auto& g : dt::greedy_rules(m))
+            if ((any = dt::greedy_order(m, g, start))) break;
+        if (!any) continue;
+        for (std::uint64_t cap : {std::uint64_t{0}, std::uint64_t{1000}, std::uint64_t{1537}}) {
+            struct run_result {
+                dt::evaluation e;
+                dt::sequences seq;
+                std::uint64_t count = 0;
+            };
+            auto search = [&](std::size_t threads) {
+                dt::evaluator ev(m);
+                dt::budget limit;
+                limit.deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
+                limit.max_evaluations = cap;
+                dt::rng random(7);
+                dt::move_timer timer(m, threads, 0); // every step shared
+                run_result out;
+                out.seq = start;
+                const dt::evaluation e0 = ev.run(out.seq);
+                out.e = dt::tabu_search(m, ev, out.seq, e0, limit, random, 30, true,
+                                        threads > 1 ? &timer : nullptr);
+                out.count = ev.count();
+                return out;
+            };
+            const run_result one = search(1);
+            for (std::size_t threads : {std::size_t{2}, std::size_t{3}}) {
+                const run_result many = search(threads);
+                CHECK(many.e.ok == one.e.ok);
+                CHECK(many.e.makespan == one.e.makespan);
+                CHECK(many.e.sum_end == one.e.sum_end);
+                CHECK(many.seq == one.seq);
+                CHECK(many.count == one.count);
+            }
+            if (cap != 0 && one.count >= cap) ++cut; // else it ran out of patience first
+            ++searched;
+        }
+    }
+    CHECK(searched >= 9);
+    CHECK(cut >= 3);
+}
+
+TEST_CASE("tune: its threads change the time of its tabu steps, never its answer", "[tune]") {
+    // 4 ranks x 2 stages x 16 microbatches (384 actions): steps of 43 moves or more are shared
+    // out (move_timer's default), so both ways run. The evaluation limit ends it, not a clock.
+    tune_problem p = skew_v_three_activations();
+    p.microbatches = 16;
+    tune_options o = quick(ppsched_test::sanitized ? 3000 : 30000);
+    o.exact_nodes = 0;
+    o.beam_width = 0;
+    o.time_limit = 600;
+    o.threads = 1;
+    const tune_result a = ppsched::tune(p, o);
+    o.threads = 3;
+    const tune_result b = ppsched::tune(p, o);
+    check_result(p, b);
+    CHECK(a.evaluations == b.evaluations);
+    CHECK(a.makespan == b.makespan);
+    CHECK(a.best == b.best);
+}
+
 TEST_CASE("tune: the greedy start points are those of a plain step-by-step reference", "[tune]") {
     // The suite, then a grid with what makes ties and rounding: zero durations, uneven and
     // fractional activations, I freeing part of them, limits that bind (the banker's test).

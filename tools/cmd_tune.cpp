@@ -57,8 +57,8 @@ constexpr std::array<option, 17> tune_own_options{{
      "searches (default 4096; 0: none; each runs early only while cheap for the problem, the "
      "wider ones last and only where the answer is not proven within 1 % of the optimum)"},
     {"--threads", "N",
-     "threads the beam searches may use (default 0: every hardware thread); the result is the "
-     "same for any count"},
+     "threads the beam searches and the tabu search's steps may use (default 0: every hardware "
+     "thread); the result is the same for any count"},
     {"--seed", "N", "seed of the search's random choices (default 1)"},
     {"--output", "FILE", "write the order as PyTorch's CSV (compute_only format) to FILE"},
     {"--picture", "FILE", "draw the tuned order above the best built-in schedule (SVG)"},

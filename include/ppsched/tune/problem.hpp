@@ -110,9 +110,10 @@ struct tune_options {
     /// 10^9 and time is left (not where orders that run B are searched after it: a split
     /// backward whose B is cheaper than I + W; and not where even width 4 was too costly).
     std::size_t beam_width = 4096;
-    /// Threads a beam search may use (0: `std::thread::hardware_concurrency()`). The beam's
-    /// parents are expanded in parallel and joined in order, so the result is the same for
-    /// any count; only the time to reach it changes.
+    /// Threads the beam searches and the tabu search's steps may use (0:
+    /// `std::thread::hardware_concurrency()`). A beam's parents are expanded in parallel and
+    /// joined in order, a step's moves timed in parallel and taken in order, so the result is
+    /// the same for any count; only the time to reach it changes.
     std::size_t threads = 0;
     /// Seed of the search's random choices: the same seed gives the same result unless the
     /// time limit cuts the search short.

@@ -496,7 +496,12 @@ struct beam_plan {
                     "floating point, freeing parts of activations leaves a residue above it. "
                     "Raise the limit slightly");
 
-    // 2. Improvement from the best distinct start points, then restarts from the best.
+    // 2. Improvement from the best distinct start points, then restarts from the best. The
+    // tabu searches time a step's moves on the threads (the same search for any count).
+    const std::size_t threads = options.threads > 0
+                                    ? options.threads
+                                    : std::max<std::size_t>(1, std::thread::hardware_concurrency());
+    move_timer timer(m, threads);
     sequences best_seq = starts.front().seq;
     evaluation best = starts.front().eval;
     std::string best_start = starts.front().name;
@@ -511,7 +516,8 @@ struct beam_plan {
         last_seen = sp.eval.makespan;
         ++tried;
         const double from = sp.eval.makespan;
-        const evaluation e = tabu_search(m, ev, sp.seq, sp.eval, spend, random, patience, false);
+        const evaluation e =
+            tabu_search(m, ev, sp.seq, sp.eval, spend, random, patience, false, &timer);
         if (better(e, best)) {
             best = e;
             best_seq = sp.seq;
@@ -525,9 +531,6 @@ struct beam_plan {
     // search then polishes what they find. Wider beams only run on smaller problems.
     std::size_t n = 0; // compute actions
     for (int r = 0; r < m.ranks; ++r) n += m.rank_actions(r);
-    const std::size_t threads = options.threads > 0
-                                    ? options.threads
-                                    : std::max<std::size_t>(1, std::thread::hardware_concurrency());
     // The limits of the beams and of the exact phase: the deadline, and the progress line
     // going on during them.
     auto search_limits = [&] {
@@ -545,7 +548,7 @@ struct beam_plan {
         const evaluation e0 = found.improved ? ev.run(found.seq) : evaluation{};
         if (e0.ok && better(e0, best)) {
             spend.improved(e0.makespan, found.found_at);
-            best = tabu_search(m, ev, found.seq, e0, spend, random, patience, false);
+            best = tabu_search(m, ev, found.seq, e0, spend, random, patience, false, &timer);
             best_seq = std::move(found.seq);
             best_start = "beam";
             best_start_makespan = e0.makespan;
@@ -571,7 +574,7 @@ struct beam_plan {
             ++idle;
             continue;
         }
-        const evaluation e = tabu_search(m, ev, seq, e0, spend, random, patience);
+        const evaluation e = tabu_search(m, ev, seq, e0, spend, random, patience, true, &timer);
         if (better(e, best)) {
             best = e;
             best_seq = std::move(seq);

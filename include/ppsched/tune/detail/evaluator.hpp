@@ -152,6 +152,21 @@ class evaluator {
     }
     /// Orders timed so far.
     [[nodiscard]] std::uint64_t count() const noexcept { return count_; }
+    /// Sets the count of orders timed (a search that timed some of its orders on other
+    /// evaluators counts them here, in its own order).
+    void set_count(std::uint64_t count) noexcept { count_ = count; }
+
+    /// Takes `other`'s last recorded run as the base of `run_changed` (another thread's
+    /// evaluator of the same model, timing moves from the same order). O(n).
+    void rebase(const evaluator& other) {
+        base_end_ = other.base_end_;
+        start_ = other.start_;
+        memory_after_ = other.memory_after_;
+        peak_after_ = other.peak_after_;
+        has_base_ = other.has_base_;
+        synced_ = false;
+        dirty_.clear();
+    }
 
   private:
     /// Runs every rank as far as its inputs allow, until none can go on.
