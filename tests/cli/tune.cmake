@@ -72,6 +72,12 @@ ppsched_cli_test(tune_bad_beam_width 2 STDERR_HAS "--beam-width"
 ppsched_cli_json_test(tune_beam_threads
   "d['start']['name'] == 'beam' and d['beam_nodes'] > 0 and abs(d['makespan'] - 98) < 1e-9"
   tune ${skew_v_half} --beam-width 64 --threads 2)
+# ... nor the tabu search's (4 x 2 x 16 = 384 actions: its steps are timed on the threads).
+add_test(NAME cli.tune_threads
+         COMMAND ${PPSCHED_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/tune_threads.sh
+                 $<TARGET_FILE:ppsched-cli> --ranks 4 --microbatches 16 --stages-per-rank 2
+                 --placement v --costs ${data}/costs_skew_8.json --memory-limit 3 --beam-width 16
+                 --exact-nodes 0 --max-evaluations 20000 --time-limit 600)
 ppsched_cli_test(tune_bad_threads 2 STDERR_HAS "--threads"
                  ARGS tune --ranks 2 --microbatches 2 --threads -1)
 # Round trips: the written CSV re-simulates to the printed makespan and peaks.
