@@ -162,7 +162,10 @@ TEST_CASE("a memory capacity no split meets is an error saying how much is missi
     // Two ranks: each holds at least two layers = 4 units of memory; 1 is missing.
     plan_options opts;
     opts.max_stages_per_rank = 2;
-    CHECK_THROWS_WITH(plan(m, 2, 4, opts), Catch::Contains("least any split tried needs is 4 GB") &&
-                                               Catch::Contains("1 GB missing"));
+    CHECK_THROWS_WITH(plan(m, 2, 4, opts),
+                      Catch::Contains("splits plan tried fits the memory capacity of 3 GB") &&
+                          Catch::Contains("the least any of them needs is 4 GB") &&
+                          Catch::Contains("1 GB missing") &&
+                          Catch::Contains("a split plan does not try may still fit"));
     CHECK_THROWS_AS(plan(m, 0, 4, opts), ppsched::config_error);
 }

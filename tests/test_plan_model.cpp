@@ -131,11 +131,30 @@ TEST_CASE("every mistake in a model file is a parse_error with its position", "[
         model(of("embedding") + ", " + of("decoder", R"(, "count": 3)") + ", " + of("loss"))));
     // Module names torchtitan gets twice: a template without {n} on a run, or two layers
     // naming one module.
-    CHECK(error_of(model(of("decoder", R"(, "count": 2, "modules": ["a{x}"])"))) ==
-          "m.json:1:35: the module name 'a{x}' of layer 1 is also layer 0's: give each layer its "
-          "own, or '{n}' in a name shared by several layers (it counts them)");
+    CHECK(error_of(model(of("decoder", R"(, "count": 2, "modules": ["a.b"])"))) ==
+          "m.json:1:35: the module name 'a.b' of layer 1 is also layer 0's (layers count from "
+          "0): give each layer its own, or '{n}' in a name shared by several layers (it counts "
+          "them)");
     CHECK_THAT(error_of(model(of("decoder", R"(, "modules": ["norm"])") + ", " + of("loss"))),
                Catch::Contains("the module name 'norm' of layer 1 is also layer 0's"));
+    CHECK_THAT(error_of(model(of("decoder", R"(, "modules": ["x", "x"])"))),
+               Catch::Contains("the module name 'x' appears twice in layer 0"));
+    // Names torchtitan can look up: a dotted path with at most one {n}; JSON and Python
+    // literals of them need no escaping (quotes and control characters: tests/cli/plan.cmake).
+    for (const auto& [modules, why] :
+         {std::pair{R"([])", "'modules' is empty"}, std::pair{R"([""])", "'' is empty"},
+          std::pair{R"(["{n}{n}"])", "has '{n}' twice"},
+          std::pair{R"(["a b"])", "is not a module path"},
+          std::pair{R"(["a-b"])", "is not a module path"},
+          std::pair{R"(["a{x}"])", "is not a module path"},
+          std::pair{R"(["a..b"])", "an empty name between dots"},
+          std::pair{R"([".a"])", "an empty name between dots"}}) {
+        INFO(modules);
+        CHECK_THAT(error_of(model(of("decoder", std::string(R"(, "modules": )") + modules))),
+                   Catch::Contains(why));
+    }
+    CHECK_NOTHROW(ppsched::read_model_json(
+        model(of("decoder", R"(, "count": 2, "modules": ["model.layers_{n}.mlp", "x{n}y"])"))));
     CHECK_NOTHROW(ppsched::read_model_json(
         model(of("decoder", R"(, "count": 2, "modules": ["a{n}", "b{n}"])"))));
 }

@@ -27,7 +27,7 @@ namespace {
 constexpr std::array<option, 8> plan_option_list{{
     {"--ranks", "P", "pipeline ranks (required)"},
     {"--microbatches", "M", "microbatches per step (required)"},
-    {"--max-stages-per-rank", "V", "try 1..V stages per rank (default 4)"},
+    {"--max-stages-per-rank", "V", "try 1..V stages per rank (1 to 16, default 4)"},
     {"--time-limit", "S",
      "seconds for all schedule searches together (default 5); past it the default splits' "
      "built-in schedules are still timed, for the baseline"},
@@ -50,9 +50,12 @@ constexpr command_help plan_help{
     .details =
         "MODEL.json: layers with F, I, W (or B) in ms, activation and parameters in GB, send\n"
         "in MB; memory_capacity GB, p2p_latency ms, p2p_bandwidth GB/s (docs/planning.md).\n"
-        "JSON output: {makespan, lower_bound, gap, stages_per_rank, placement, layout,\n"
-        "stage_layers, modules, peak_memory, default: {layout, stages_per_rank, placement,\n"
-        "schedule, makespan}, speedup}. Exit status 2 when no split fits the memory.",
+        "JSON output: {makespan, lower_bound, gap, stages_per_rank, placement, split_rule,\n"
+        "start, layout, stage_layers, modules, peak_memory, default: {layout,\n"
+        "stages_per_rank, placement, schedule, makespan} | null (no built-in schedule was\n"
+        "timed on a default split that fits), speedup | null}. start is where the chosen\n"
+        "order's search began (a built-in schedule, greedy, beam...). Exit status 2 when no\n"
+        "split plan tries fits the memory.",
 };
 
 std::string json_int_array(const std::vector<int>& v) {
@@ -116,6 +119,8 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
                         ", \"gap\": " + json_number(r.schedule.gap) +
                         ", \"stages_per_rank\": " + std::to_string(r.stages_per_rank) +
                         ", \"placement\": " + json_string(placement) +
+                        ", \"split_rule\": " + json_string(r.rule) +
+                        ", \"start\": " + json_string(r.schedule.start) +
                         ",\n \"layout\": " + json_string(layout) +
                         ",\n \"stage_layers\": " + json_int_array(r.stage_layers) +
                         ",\n \"modules\": " + modules + ",\n \"peak_memory\": [";
@@ -137,11 +142,16 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
         return exit_ok;
     }
 
-    std::string s = (model.name.empty() ? source_name(path) : model.name) + ": " +
+    std::string s = (model.name.empty() ? source_name(path) : printable(model.name)) + ": " +
                     counted(ranks, "rank", "ranks") + ", " +
                     counted(microbatches, "microbatch", "microbatches") + "\n\n";
+    // Where the search found nothing faster than its start, the order is that start.
+    const bool improved = r.schedule.makespan < r.schedule.start_makespan;
     s += "plan: " + counted(r.stages_per_rank, "stage", "stages") + " per rank, placement " +
-         placement + ", split '" + r.rule + "', schedule improved from " + r.schedule.start + "\n";
+         placement + ", split '" + r.rule + "', schedule " +
+         (improved ? "improved from " + r.schedule.start
+                   : r.schedule.start + " (the search found nothing faster)") +
+         "\n";
     s += "  step time      " + format_number(r.schedule.makespan) + " ms (lower bound " +
          format_number(r.schedule.bound.value) + ", gap " +
          (std::isfinite(r.schedule.gap) ? format_number(100 * r.schedule.gap) + " %"
@@ -157,7 +167,8 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
              "                 layout places stage s on rank s % P)\n";
     s += "  torchtitan     module_fqns_per_model_part =\n" + modules + "\n\n";
     if (r.default_schedule.empty()) {
-        s += "default split: no built-in schedule applies or fits its memory\n";
+        s += "default split: no built-in schedule to compare with (none applies, fits its "
+             "memory, or is small enough to time)\n";
     } else {
         s += "default split: " + counted(r.default_stages_per_rank, "stage", "stages") +
              " per rank, placement " + std::string(to_string_view(r.default_placement)) +

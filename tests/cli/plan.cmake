@@ -22,11 +22,23 @@ ppsched_cli_test(plan_no_model 2 STDERR_HAS "missing argument MODEL.json"
                  ARGS plan --ranks 2 --microbatches 4)
 ppsched_cli_test(plan_bad_model 2 STDERR_HAS "model_bad.json:4:5: the layer gives 'I' but not 'W'"
                  ARGS plan ${data}/model_bad.json --ranks 2 --microbatches 4)
-ppsched_cli_test(plan_memory_missing 2 STDERR_HAS "3 GB per rank: the least any split tried needs is 4 GB"
+ppsched_cli_test(plan_memory_missing 2 STDERR_HAS "3 GB per rank: the least any of them needs is 4 GB"
                  ARGS plan ${data}/model_too_big.json --ranks 2 --microbatches 4)
 ppsched_cli_test(plan_memory_missing_amount 2 STDERR_HAS "), 1 GB missing"
                  ARGS plan ${data}/model_too_big.json --ranks 2 --microbatches 4)
 ppsched_cli_test(plan_bad_format 2 ARGS plan ${tiny} --ranks 2 --microbatches 4 --format xml)
+# Module names that JSON and Python would need escaped are refused; the model's name is printed
+# with its control characters escaped; the JSON says which split rule and which start won.
+ppsched_cli_test(plan_bad_module_name 2 STDERR_HAS "model_bad_module.json:1:118: the module name 'model.\"x\".{n}' is not a module path"
+                 ARGS plan ${data}/model_bad_module.json --ranks 2 --microbatches 2)
+ppsched_cli_test(plan_name_escaped 0 STDOUT_HAS "evil\\nline\\x1b[31mRED: 2 ranks"
+                 ARGS plan ${data}/model_control_name.json --ranks 2 --microbatches 2 ${plan_fast})
+ppsched_cli_test(plan_json_rule 0 STDOUT_HAS "\"split_rule\": \""
+                 ARGS plan ${tiny} --ranks 2 --microbatches 4 --format json ${plan_fast})
+ppsched_cli_test(plan_json_start 0 STDOUT_HAS "\"start\": \""
+                 ARGS plan ${tiny} --ranks 2 --microbatches 4 --format json ${plan_fast})
+ppsched_cli_test(plan_send_overflow 2 STDERR_HAS "over 'p2p_bandwidth' (0.001 GB/s), is too large"
+                 ARGS plan ${data}/model_send_overflow.json --ranks 2 --microbatches 2)
 # The order written by --output is a valid CSV order the tool reads back.
 add_test(NAME cli.plan_output_roundtrip
          COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:ppsched-cli> -DMODEL=${tiny}

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ppsched/error.hpp"
+#include "ppsched/io/detail/json_text.hpp"
 #include "ppsched/plan/model.hpp"
 
 namespace ppsched {
@@ -257,7 +258,7 @@ write_module_lists(const std::vector<std::vector<std::string>>& lists) {
         out += s ? ",\n [" : "[";
         for (std::size_t i = 0; i < lists[s].size(); ++i) {
             if (i) out += ", ";
-            out += '"' + lists[s][i] + '"';
+            ppsched::detail::text::append_json_string(out, lists[s][i]); // escaped
         }
         out += "]";
     }

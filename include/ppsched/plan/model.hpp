@@ -8,6 +8,7 @@
 /// Units: times in milliseconds, memory in GB (1e9 bytes), sent tensors in MB (1e6 bytes),
 /// bandwidth in GB/s; so a message of X MB takes X / bandwidth ms.
 
+#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -119,6 +120,23 @@ namespace detail::plan {
     if (const std::size_t at = name.find("{n}"); at != std::string::npos)
         name.replace(at, 3, std::to_string(n));
     return name;
+}
+
+/// Why `tmpl` is not a module name torchtitan can look up (a dotted path of Python names,
+/// with at most one `{n}`), or empty when it is one.
+[[nodiscard]] inline std::string bad_module_name(std::string_view tmpl) {
+    if (tmpl.empty()) return "is empty";
+    const std::size_t at = tmpl.find("{n}");
+    if (at != std::string_view::npos && tmpl.find("{n}", at + 3) != std::string_view::npos)
+        return "has '{n}' twice (only one is replaced by the layer's number)";
+    std::string name(tmpl);
+    if (at != std::string::npos) name.replace(at, 3, "0");
+    for (char c : name)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'))
+            return "is not a module path (letters, digits, '_' and '.', and one '{n}')";
+    if (name.front() == '.' || name.back() == '.' || name.find("..") != std::string::npos)
+        return "is not a module path (an empty name between dots)";
+    return {};
 }
 
 class model_reader {
@@ -236,12 +254,15 @@ class model_reader {
                 for (const std::string& tmpl : l.modules) {
                     const std::string name = module_name(tmpl, per_template[tmpl]++);
                     const auto [it, fresh] = first_layer.emplace(name, m.layers.size());
+                    if (!fresh && it->second == m.layers.size())
+                        fail(v, "the module name '" + name + "' appears twice in layer " +
+                                    std::to_string(m.layers.size()) + " (layers count from 0)");
                     if (!fresh)
                         fail(v, "the module name '" + name + "' of layer " +
                                     std::to_string(m.layers.size()) + " is also layer " +
                                     std::to_string(it->second) +
-                                    "'s: give each layer its own, or '{n}' in a name shared "
-                                    "by several layers (it counts them)");
+                                    "'s (layers count from 0): give each layer its own, or "
+                                    "'{n}' in a name shared by several layers (it counts them)");
                 }
                 m.layers.push_back(l);
             }
@@ -301,7 +322,15 @@ class model_reader {
                 if (x.kind != json::type::array)
                     fail(x, std::string("expected an array of strings for 'modules', found ") +
                                 json::describe(x.kind));
-                for (const json::value& s : x.items) l.modules.push_back(string(s, "modules"));
+                if (x.items.empty())
+                    fail(x, "'modules' is empty: leave it out for the default names of the "
+                            "layer's kind, or name its modules");
+                for (const json::value& s : x.items) {
+                    l.modules.push_back(string(s, "modules"));
+                    if (const std::string why = bad_module_name(l.modules.back()); !why.empty())
+                        fail(s, "the module name '" + ppsched::detail::printable(l.modules.back()) +
+                                    "' " + why);
+                }
             } else if (key == "notes") {
             } else {
                 fail(x, "unknown key '" + key +

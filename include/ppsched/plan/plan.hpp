@@ -155,7 +155,7 @@ inline std::string short_number(double v) { return ppsched::detail::text::genera
                     ranks * options.max_stages_per_rank,
                     " stages takes about layers^2 x stages = ", static_cast<long long>(splitting),
                     " steps, more than the 2000000000 plan allows: merge layers into fewer, "
-                    "larger ones");
+                    "larger ones, or allow fewer stages per rank");
     const double capacity = model.memory_capacity;
 
     std::vector<double> compute, memory;
@@ -227,12 +227,16 @@ inline std::string short_number(double v) { return ppsched::detail::text::genera
         fitting.push_back(i);
     }
     if (fitting.empty())
-        throw config_error("ppsched::plan: no split of the model fits the memory capacity of " +
-                           detail::plan::short_number(capacity) +
-                           " GB per rank: the least any split tried needs is " +
-                           detail::plan::short_number(least_needed) +
-                           " GB (parameters plus one microbatch's activations), " +
-                           detail::plan::short_number(least_needed - capacity) + " GB missing");
+        throw config_error(
+            "ppsched::plan: none of the " + std::to_string(cands.size()) +
+            " splits plan tried fits the memory capacity of " +
+            detail::plan::short_number(capacity) + " GB per rank: the least any of them needs is " +
+            detail::plan::short_number(least_needed) +
+            " GB (parameters plus one microbatch's activations), " +
+            detail::plan::short_number(least_needed - capacity) +
+            " GB missing. With one stage per rank that is the least of every split; with more, "
+            "a split plan does not try may still fit (check one with 'ppsched tune --model "
+            "--layout --memory-limit')");
 
     // 3. Tune the candidates, most promising first.
     std::stable_sort(fitting.begin(), fitting.end(), [&](std::size_t a, std::size_t b) {

@@ -7,6 +7,7 @@
 /// stage, everything after them on the last).
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -65,6 +66,11 @@ namespace ppsched {
                     " layers but the model has ", m.layers.size());
     c.p2p_latency = m.p2p_latency;
     c.p2p_transfer = m.p2p_bandwidth > 0 ? largest_send / m.p2p_bandwidth : 0;
+    PPSCHED_EXPECTS(std::isfinite(c.p2p_transfer) && c.p2p_transfer <= 1e300,
+                    "ppsched::stage_costs_of: a message's time, the largest 'send' across a "
+                    "stage boundary (",
+                    largest_send, " MB) over 'p2p_bandwidth' (", m.p2p_bandwidth,
+                    " GB/s), is too large");
     return c;
 }
 
