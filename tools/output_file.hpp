@@ -4,7 +4,8 @@
 ///
 /// - A regular file (or a name not yet taken): the text goes to a temporary file in the same
 ///   directory, renamed over FILE only once complete, so an error never leaves a partial
-///   picture or trace behind.
+///   picture or trace behind. An existing file the user may not write is refused (the rename
+///   alone would replace it).
 /// - A symbolic link is followed: its target is written that way (the link stays a link).
 /// - Anything else that exists (a device such as `/dev/null` or `/dev/full`, a FIFO, a
 ///   socket) is opened and written through; it is never replaced by a regular file.
@@ -167,6 +168,12 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
             if (!t.through && !other.through && detail::same_file(other.target, t.target))
                 throw usage_error("two outputs name the same file, " + t.shown);
         if (!t.through) detail::expect_not_read(t.target, t.shown);
+        // An existing file the user may not write is not replaced (a rename would, as the
+        // directory allows it): as a redirection or `cp` would, refuse it.
+        if (!t.through && fs::exists(st) && ::access(t.target.c_str(), W_OK) != 0) {
+            const std::string reason = std::strerror(errno);
+            throw output_error("cannot write " + t.shown + ": " + reason);
+        }
         targets.push_back(std::move(t));
     }
     auto remove_temps = [&] {
@@ -180,7 +187,8 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
         if (!out) {
             const std::string reason = std::strerror(errno);
             remove_temps();
-            throw output_error("cannot write " + t.shown + ": " + reason);
+            throw output_error("cannot write " + t.shown + ": cannot create a file in " +
+                               printable(t.temp.parent_path().string()) + " (" + reason + ")");
         }
         out.write(t.text.data(), static_cast<std::streamsize>(t.text.size()));
         out.close();

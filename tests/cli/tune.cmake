@@ -215,3 +215,8 @@ ppsched_cli_test(tune_memory_overflows 2 STDERR_HAS "the memory values are too l
 ppsched_cli_test(tune_layout_stage_count 2 STDERR_HAS "--layout 'Et*4|t*4L' gives 2 per-stage entries"
                  ARGS tune --ranks 2 --microbatches 4 --model ${data}/model_tiny.json
                       --layout "Et*4|t*4L" --stages-per-rank 2)
+# An existing output its user may not write is refused, not replaced by a rename.
+add_test(NAME cli.readonly_output
+         COMMAND ${PPSCHED_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/check_readonly_output.sh
+                 $<TARGET_FILE:ppsched-cli>)
+set_tests_properties(cli.readonly_output PROPERTIES SKIP_RETURN_CODE 77)
