@@ -145,12 +145,14 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
     std::string s = (model.name.empty() ? source_name(path) : printable(model.name)) + ": " +
                     counted(ranks, "rank", "ranks") + ", " +
                     counted(microbatches, "microbatch", "microbatches") + "\n\n";
-    // Where the search found nothing faster than its start, the order is that start.
+    // Where the search found nothing faster than a built-in schedule, the order is that one.
+    const bool builtin = r.schedule.start == r.schedule.best_builtin;
     const bool improved = r.schedule.makespan < r.schedule.start_makespan;
     s += "plan: " + counted(r.stages_per_rank, "stage", "stages") + " per rank, placement " +
          placement + ", split '" + r.rule + "', schedule " +
-         (improved ? "improved from " + r.schedule.start
-                   : r.schedule.start + " (the search found nothing faster)") +
+         (improved  ? "improved from " + r.schedule.start
+          : builtin ? r.schedule.start + " (the search found nothing faster)"
+                    : "found by the search (" + r.schedule.start + ")") +
          "\n";
     s += "  step time      " + format_number(r.schedule.makespan) + " ms (lower bound " +
          format_number(r.schedule.bound.value) + ", gap " +

@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -118,6 +119,154 @@ inline void add_candidate(std::vector<plan_candidate>& out, std::vector<int> siz
     out.push_back(std::move(c));
 }
 
+/// A split of the layers into `stages` stages of at least one layer whose every rank needs at
+/// most `cap` (`memory[i]`: layer i's need), by a depth-first search over the stage sizes, left
+/// to right, pruned where a rank passes the cap or the room left on the ranks cannot hold the
+/// layers left; none when it finds none within `budget` nodes (exponential in the worst case,
+/// hence the budget; a node costs O(log layers), its depth is at most `stages`).
+[[nodiscard]] inline std::optional<std::vector<int>> split_within(const std::vector<double>& memory,
+                                                                  std::size_t stages,
+                                                                  const config& cfg, double cap,
+                                                                  std::size_t budget) {
+    const std::size_t n = memory.size(), ranks = static_cast<std::size_t>(cfg.ranks);
+    std::vector<double> prefix(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + memory[i];
+    std::vector<double> used(ranks, 0);
+    std::vector<int> sizes(stages, 0);
+    std::size_t nodes = 0;
+    auto rank_of = [&](std::size_t s) {
+        return static_cast<std::size_t>(cfg.stage_to_rank(static_cast<int>(s)));
+    };
+    // Stage s starts at layer `at`.
+    std::function<bool(std::size_t, std::size_t)> place = [&](std::size_t s, std::size_t at) {
+        if (++nodes > budget) return false;
+        const std::size_t r = rank_of(s);
+        if (s + 1 == stages) {
+            const double x = prefix[n] - prefix[at];
+            if (used[r] + x > cap) return false;
+            sizes[s] = static_cast<int>(n - at);
+            return true;
+        }
+        // The ranks hold exactly the layers before `at`: the room left is ranks x cap less them.
+        if (static_cast<double>(ranks) * cap - prefix[at] < prefix[n] - prefix[at]) return false;
+        // Larger stages first (they leave fewer layers for the stages after), from the largest
+        // within the rank's room.
+        const std::size_t last = n - (stages - s - 1);
+        const auto fits_end = std::upper_bound(
+            prefix.begin() + static_cast<std::ptrdiff_t>(at),
+            prefix.begin() + static_cast<std::ptrdiff_t>(last) + 1, prefix[at] + (cap - used[r]));
+        for (auto end = static_cast<std::size_t>(fits_end - prefix.begin()) - 1; end > at; --end) {
+            const double x = prefix[end] - prefix[at];
+            if (used[r] + x > cap) continue; // rounding at the bisection's edge
+            used[r] += x;
+            sizes[s] = static_cast<int>(end - at);
+            const bool ok = place(s + 1, end);
+            used[r] -= x;
+            if (ok) return true;
+            if (nodes > budget) return false;
+        }
+        return false;
+    };
+    if (stages == 0 || n < stages || !place(0, 0)) return std::nullopt;
+    return sizes;
+}
+
+/// A split near `sizes` (each stage keeps a layer) whose busiest rank needs little memory
+/// (`memory[i]`: layer i's parameters plus one microbatch's activations), found by moving up to
+/// 8 layers across one boundary at a time while the largest rank need falls (ties: the sum of
+/// squares of the rank needs): a local search, not an exact minimum. With one stage per rank the
+/// `least memory` split is exact; with more, a rank's need is a sum over stages far apart in the
+/// model, which no contiguous min-max minimises (a model whose only fitting splits were of that
+/// kind was refused). At most 8 x stages moves, each O(8 stages + ranks) to choose: O(stages
+/// (stages + ranks)).
+[[nodiscard]] inline std::vector<int> least_rank_memory_split(const std::vector<double>& memory,
+                                                              std::vector<int> sizes,
+                                                              const config& cfg) {
+    const std::size_t stages = sizes.size(), ranks = static_cast<std::size_t>(cfg.ranks);
+    constexpr std::size_t max_shift = 8; // layers moved at once: single moves stall early
+    std::vector<double> rank(ranks, 0);
+    std::vector<std::size_t> start(stages + 1, 0); // each stage's first layer
+    auto rank_of = [&](std::size_t s) {
+        return static_cast<std::size_t>(cfg.stage_to_rank(static_cast<int>(s)));
+    };
+    for (std::size_t s = 0; s < stages; ++s) {
+        start[s + 1] = start[s] + static_cast<std::size_t>(sizes[s]);
+        for (std::size_t i = start[s]; i < start[s + 1]; ++i) rank[rank_of(s)] += memory[i];
+    }
+    for (std::size_t move = 0; move < 8 * stages; ++move) {
+        // The three largest needs, so a move's new largest is O(1).
+        std::array<std::size_t, 3> top{ranks, ranks, ranks};
+        double squares = 0;
+        for (std::size_t r = 0; r < ranks; ++r) {
+            squares += rank[r] * rank[r];
+            for (std::size_t k = 0; k < 3; ++k)
+                if (top[k] == ranks || rank[r] > rank[top[k]]) {
+                    for (std::size_t l = 2; l > k; --l) top[l] = top[l - 1];
+                    top[k] = r;
+                    break;
+                }
+        }
+        std::pair<double, double> best{rank[top[0]], squares};
+        std::size_t from = stages, to = stages, count = 0;
+        for (std::size_t b = 0; b + 1 < stages; ++b)
+            for (const bool right : {true, false}) {
+                // The last k layers of stage b into b + 1, or the first k of b + 1 into b.
+                const std::size_t src = right ? b : b + 1, dst = right ? b + 1 : b;
+                const std::size_t rs = rank_of(src), rd = rank_of(dst);
+                if (rs == rd) continue;
+                double x = 0;
+                for (std::size_t k = 1; k <= max_shift && k < static_cast<std::size_t>(sizes[src]);
+                     ++k) {
+                    x += memory[right ? start[b + 1] - k : start[b + 1] + k - 1];
+                    const double ns = rank[rs] - x, nd = rank[rd] + x;
+                    double most = std::max(ns, nd);
+                    for (std::size_t t : top)
+                        if (t != ranks && t != rs && t != rd) {
+                            most = std::max(most, rank[t]);
+                            break;
+                        }
+                    const std::pair<double, double> key{most, squares - rank[rs] * rank[rs] -
+                                                                  rank[rd] * rank[rd] + ns * ns +
+                                                                  nd * nd};
+                    if (key < best) {
+                        best = key;
+                        from = src;
+                        to = dst;
+                        count = k;
+                    }
+                }
+            }
+        if (from == stages) break;
+        const std::size_t b = std::min(from, to);
+        double x = 0;
+        for (std::size_t k = 1; k <= count; ++k)
+            x += memory[from < to ? start[b + 1] - k : start[b + 1] + k - 1];
+        start[b + 1] = from < to ? start[b + 1] - count : start[b + 1] + count;
+        sizes[from] -= static_cast<int>(count);
+        sizes[to] += static_cast<int>(count);
+        rank[rank_of(from)] -= x;
+        rank[rank_of(to)] += x;
+    }
+    // Then a bisection on the busiest rank's need, each probe a bounded exact search: moves
+    // across one boundary stall where two ranks' stages must change together.
+    double hi = *std::max_element(rank.begin(), rank.end()), total = 0, largest = 0;
+    for (double x : memory) {
+        total += x;
+        largest = std::max(largest, x);
+    }
+    double lo = std::max(total / static_cast<double>(ranks), largest);
+    for (int probe = 0; probe < 16 && hi - lo > 1e-9 * hi; ++probe) {
+        const double cap = (lo + hi) / 2;
+        if (auto found = split_within(memory, stages, cfg, cap, 20000)) {
+            sizes = std::move(*found);
+            hi = cap;
+        } else {
+            lo = cap; // (or the budget ran out: then only the search gives up there)
+        }
+    }
+    return sizes;
+}
+
 // A number for messages: up to 6 significant digits (`4`, `1.25`).
 inline std::string short_number(double v) { return ppsched::detail::text::general_number(v); }
 
@@ -177,8 +326,19 @@ inline std::string short_number(double v) { return ppsched::detail::text::genera
             detail::plan::add_candidate(cands, default_split(model, stages), v, placement,
                                         "default");
             if (n < stages) continue;
-            if (auto s = min_max_partition(compute, stages))
+            // With several stages per rank, a split whose busiest rank does not fit is also
+            // rebalanced by the ranks' memory (only then: more candidates share the time).
+            auto too_full = [&](const std::vector<int>& sizes) {
+                const std::vector<double> need = least_rank_memory(model, sizes, cfg);
+                return v > 1 && *std::max_element(need.begin(), need.end()) > capacity;
+            };
+            if (auto s = min_max_partition(compute, stages)) {
+                if (too_full(*s))
+                    detail::plan::add_candidate(
+                        cands, detail::plan::least_rank_memory_split(memory, *s, cfg), v, placement,
+                        "balanced, least rank memory");
                 detail::plan::add_candidate(cands, std::move(*s), v, placement, "balanced");
+            }
             // Memory rule: parameters plus the activations of the microbatches a 1F1B-like
             // schedule keeps in flight on the stage (ranks - rank, at most M) within the
             // rank's share of the capacity.
@@ -201,8 +361,13 @@ inline std::string short_number(double v) { return ppsched::detail::text::genera
             ends.front() = ends.back() = 1.25;
             if (auto s = min_max_partition(compute, stages, ends))
                 detail::plan::add_candidate(cands, std::move(*s), v, placement, "light ends");
-            if (auto s = min_max_partition(memory, stages))
+            if (auto s = min_max_partition(memory, stages)) {
+                if (too_full(*s))
+                    detail::plan::add_candidate(
+                        cands, detail::plan::least_rank_memory_split(memory, *s, cfg), v, placement,
+                        "least rank memory");
                 detail::plan::add_candidate(cands, std::move(*s), v, placement, "least memory");
+            }
         }
     }
 
