@@ -494,6 +494,20 @@ tune_options beams_only(std::uint64_t evaluations, std::size_t widest) {
     return o;
 }
 
+/// Tunes `p` with `o` on one thread and on `many`: the same order, makespan and counts (the
+/// evaluation limit, not the clock, must end the search).
+void check_same_on_threads(const tune_problem& p, tune_options o, std::size_t many) {
+    o.threads = 1;
+    const tune_result a = ppsched::tune(p, o);
+    o.threads = many;
+    const tune_result b = ppsched::tune(p, o);
+    check_result(p, b);
+    CHECK(a.beam_nodes == b.beam_nodes);
+    CHECK(a.evaluations == b.evaluations);
+    CHECK(a.makespan == b.makespan);
+    CHECK(a.best == b.best);
+}
+
 } // namespace
 
 TEST_CASE("tune: the beam search finds the optimum a memory limit hides from local moves",
@@ -659,16 +673,7 @@ TEST_CASE("tune: a beam's threads change its time, never its answer", "[tune][be
     CHECK(all.threads == 2);
     // Through tune: the same order and counts with one thread and with four (of which the
     // widest beam, 64, uses two).
-    tune_options o = beams_only(20000, 64);
-    o.threads = 1;
-    const tune_result a = ppsched::tune(p, o);
-    o.threads = 4;
-    const tune_result b = ppsched::tune(p, o);
-    check_result(p, b);
-    CHECK(a.beam_nodes == b.beam_nodes);
-    CHECK(a.evaluations == b.evaluations);
-    CHECK(a.makespan == b.makespan);
-    CHECK(a.best == b.best);
+    check_same_on_threads(p, beams_only(20000, 64), 4);
 }
 
 TEST_CASE("tune: a beam's children reuse their parent's rank bounds without changing the beam",
@@ -978,14 +983,7 @@ TEST_CASE("tune: its threads change the time of its tabu steps, never its answer
     o.exact_nodes = 0;
     o.beam_width = 0;
     o.time_limit = 600;
-    o.threads = 1;
-    const tune_result a = ppsched::tune(p, o);
-    o.threads = 3;
-    const tune_result b = ppsched::tune(p, o);
-    check_result(p, b);
-    CHECK(a.evaluations == b.evaluations);
-    CHECK(a.makespan == b.makespan);
-    CHECK(a.best == b.best);
+    check_same_on_threads(p, o, 3);
 }
 
 TEST_CASE("tune: the greedy start points are those of a plain step-by-step reference", "[tune]") {

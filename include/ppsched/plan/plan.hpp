@@ -120,17 +120,15 @@ inline void add_candidate(std::vector<plan_candidate>& out, std::vector<int> siz
 }
 
 /// A split of the layers into `stages` stages of at least one layer whose every rank needs at
-/// most `cap` (`memory[i]`: layer i's need), by a depth-first search over the stage sizes, left
-/// to right, pruned where a rank passes the cap or the room left on the ranks cannot hold the
-/// layers left; none when it finds none within `budget` nodes (exponential in the worst case,
-/// hence the budget; a node costs O(log layers), its depth is at most `stages`).
-[[nodiscard]] inline std::optional<std::vector<int>> split_within(const std::vector<double>& memory,
+/// most `cap` (`prefix[i]`: the need of the layers before i), by a depth-first search over the
+/// stage sizes, left to right, pruned where a rank passes the cap or the room left on the ranks
+/// cannot hold the layers left; none when it finds none within `budget` nodes (exponential in the
+/// worst case, hence the budget; a node costs O(log layers), its depth is at most `stages`).
+[[nodiscard]] inline std::optional<std::vector<int>> split_within(const std::vector<double>& prefix,
                                                                   std::size_t stages,
                                                                   const config& cfg, double cap,
                                                                   std::size_t budget) {
-    const std::size_t n = memory.size(), ranks = static_cast<std::size_t>(cfg.ranks);
-    std::vector<double> prefix(n + 1, 0);
-    for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + memory[i];
+    const std::size_t n = prefix.size() - 1, ranks = static_cast<std::size_t>(cfg.ranks);
     std::vector<double> used(ranks, 0);
     std::vector<int> sizes(stages, 0);
     std::size_t nodes = 0;
@@ -249,15 +247,14 @@ inline void add_candidate(std::vector<plan_candidate>& out, std::vector<int> siz
     }
     // Then a bisection on the busiest rank's need, each probe a bounded exact search: moves
     // across one boundary stall where two ranks' stages must change together.
-    double hi = *std::max_element(rank.begin(), rank.end()), total = 0, largest = 0;
-    for (double x : memory) {
-        total += x;
-        largest = std::max(largest, x);
-    }
-    double lo = std::max(total / static_cast<double>(ranks), largest);
+    std::vector<double> prefix(memory.size() + 1, 0);
+    for (std::size_t i = 0; i < memory.size(); ++i) prefix[i + 1] = prefix[i] + memory[i];
+    double hi = *std::max_element(rank.begin(), rank.end());
+    double lo = std::max(prefix.back() / static_cast<double>(ranks),
+                         *std::max_element(memory.begin(), memory.end()));
     for (int probe = 0; probe < 16 && hi - lo > 1e-9 * hi; ++probe) {
         const double cap = (lo + hi) / 2;
-        if (auto found = split_within(memory, stages, cfg, cap, 20000)) {
+        if (auto found = split_within(prefix, stages, cfg, cap, 20000)) {
             sizes = std::move(*found);
             hi = cap;
         } else {
@@ -327,18 +324,21 @@ inline std::string short_number(double v) { return ppsched::detail::text::genera
                                         "default");
             if (n < stages) continue;
             // With several stages per rank, a split whose busiest rank does not fit is also
-            // rebalanced by the ranks' memory (only then: more candidates share the time).
-            auto too_full = [&](const std::vector<int>& sizes) {
-                const std::vector<double> need = least_rank_memory(model, sizes, cfg);
-                return v > 1 && *std::max_element(need.begin(), need.end()) > capacity;
+            // added rebalanced by the ranks' memory, as `rebalanced` (only then: more
+            // candidates share the time).
+            auto add_split = [&](std::vector<int> sizes, const char* rule,
+                                 const char* rebalanced = nullptr) {
+                if (rebalanced != nullptr && v > 1) {
+                    const std::vector<double> need = least_rank_memory(model, sizes, cfg);
+                    if (*std::max_element(need.begin(), need.end()) > capacity)
+                        detail::plan::add_candidate(
+                            cands, detail::plan::least_rank_memory_split(memory, sizes, cfg), v,
+                            placement, rebalanced);
+                }
+                detail::plan::add_candidate(cands, std::move(sizes), v, placement, rule);
             };
-            if (auto s = min_max_partition(compute, stages)) {
-                if (too_full(*s))
-                    detail::plan::add_candidate(
-                        cands, detail::plan::least_rank_memory_split(memory, *s, cfg), v, placement,
-                        "balanced, least rank memory");
-                detail::plan::add_candidate(cands, std::move(*s), v, placement, "balanced");
-            }
+            if (auto s = min_max_partition(compute, stages))
+                add_split(std::move(*s), "balanced", "balanced, least rank memory");
             // Memory rule: parameters plus the activations of the microbatches a 1F1B-like
             // schedule keeps in flight on the stage (ranks - rank, at most M) within the
             // rank's share of the capacity.
@@ -361,13 +361,8 @@ inline std::string short_number(double v) { return ppsched::detail::text::genera
             ends.front() = ends.back() = 1.25;
             if (auto s = min_max_partition(compute, stages, ends))
                 detail::plan::add_candidate(cands, std::move(*s), v, placement, "light ends");
-            if (auto s = min_max_partition(memory, stages)) {
-                if (too_full(*s))
-                    detail::plan::add_candidate(
-                        cands, detail::plan::least_rank_memory_split(memory, *s, cfg), v, placement,
-                        "least rank memory");
-                detail::plan::add_candidate(cands, std::move(*s), v, placement, "least memory");
-            }
+            if (auto s = min_max_partition(memory, stages))
+                add_split(std::move(*s), "least memory", "least rank memory");
         }
     }
 
