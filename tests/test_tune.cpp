@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -674,6 +675,87 @@ TEST_CASE("tune: a beam's threads change its time, never its answer", "[tune][be
     // Through tune: the same order and counts with one thread and with four (of which the
     // widest beam, 64, uses two).
     check_same_on_threads(p, beams_only(20000, 64), 4);
+}
+
+TEST_CASE("tune: a beam on a thread of its own finds what it finds on the caller's, or is "
+          "cancelled",
+          "[tune][beam]") {
+    namespace dt = ppsched::detail::tune;
+    const dt::model m = dt::make_model(skew_v_three_activations());
+    const auto inf = std::numeric_limits<double>::infinity();
+    const auto never = std::chrono::steady_clock::time_point::max();
+    dt::exact_search direct(m);
+    const dt::exact_outcome here = direct.beam(inf, 64, dt::exact_limits{}, 1);
+    REQUIRE(here.improved);
+    for (std::size_t threads : beam_threads()) {
+        INFO("threads " << threads);
+        dt::background_beam beside;
+        REQUIRE(beside.start(m, inf, 64, never, threads));
+        CHECK_FALSE(beside.start(m, inf, 64, never, threads)); // one beam per object
+        const std::optional<dt::exact_outcome> there = beside.join(true);
+        REQUIRE(there.has_value());
+        CHECK(there->nodes == here.nodes);
+        CHECK(there->best == here.best);
+        CHECK(there->seq == here.seq);
+        CHECK_FALSE(beside.join(true).has_value()); // taken once
+    }
+    // A beam whose cancel flag is set stops at its first check, having found nothing.
+    std::atomic<bool> flag{true};
+    dt::exact_limits cancelling;
+    cancelling.cancel = &flag;
+    const dt::exact_outcome stopped = direct.beam(inf, 4096, cancelling, 1);
+    CHECK_FALSE(stopped.improved);
+    CHECK(stopped.nodes < here.nodes / 10);
+    // Cancelled on its thread: nothing taken (a wide beam, seconds long, that ends at once).
+    dt::background_beam cancelled;
+    REQUIRE(cancelled.start(m, inf, 4096, never, 1));
+    CHECK_FALSE(cancelled.join(false).has_value());
+    // Past its deadline it stops and finds nothing; left running, its destructor cancels it.
+    dt::background_beam late;
+    REQUIRE(late.start(m, inf, 64, std::chrono::steady_clock::now(), 1));
+    const std::optional<dt::exact_outcome> nothing = late.join(true);
+    REQUIRE(nothing.has_value());
+    CHECK_FALSE(nothing->improved);
+    {
+        dt::background_beam abandoned;
+        REQUIRE(abandoned.start(m, inf, 4096, never, 1));
+    }
+    // Through tune: where the wider beams are planned before the exact phase (here 4096 on 96
+    // actions), one runs beside it on 2 threads, and is cancelled when that phase proves its
+    // answer optimal: the same result as on one thread, where it never starts.
+    tune_problem p;
+    p.ranks = 4;
+    p.microbatches = 4;
+    p.placement = stage_placement::v;
+    p.stages_per_rank = 2;
+    p.memory_limit = 3;
+    tune_options o;
+    o.time_limit = 60;
+    const tune_result one = ppsched::tune(p, o);
+    CHECK(one.stopped == ppsched::tune_stop::optimal);
+    CHECK(one.exact_nodes > 0); // proven by the exact phase, not by the bound
+    check_same_on_threads(p, o, 2);
+}
+
+TEST_CASE("tune: on larger orders a narrow beam uses the threads, with the same answer",
+          "[tune][beam]") {
+    namespace dt = ppsched::detail::tune;
+    // 384 compute actions: a parent costs twice one of 192, so 16 parents (not 32) pay for a
+    // thread, and a beam of width 32 runs its widest depths on 2 threads.
+    tune_problem p = skew_v_three_activations();
+    p.microbatches = 16;
+    const dt::model m = dt::make_model(p);
+    dt::exact_search exact(m);
+    const auto inf = std::numeric_limits<double>::infinity();
+    const dt::exact_outcome one = exact.beam(inf, 32, dt::exact_limits{}, 1);
+    const dt::exact_outcome many = exact.beam(inf, 32, dt::exact_limits{}, 4);
+    REQUIRE(one.improved);
+    CHECK(one.threads == 1);
+    CHECK(many.threads == 2);
+    CHECK(many.nodes == one.nodes);
+    CHECK(many.best == one.best);
+    CHECK(many.seq == one.seq);
+    CHECK(many.dominated == one.dominated);
 }
 
 TEST_CASE("tune: a beam's children reuse their parent's rank bounds without changing the beam",

@@ -80,6 +80,8 @@ struct exact_limits {
     /// Called now and then on the calling thread (every 256 nodes of a search, after each
     /// depth of a beam): `tune`'s progress line goes on during a long search.
     std::function<void()> tick{};
+    /// A beam stops as at the deadline once this is set (by another thread; null: never).
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 /// About the work of a beam of `width` (`exact_search::beam`) over a problem of n compute
@@ -166,8 +168,9 @@ class exact_search {
     /// (4) The kept ones become the next depth's partial orders, and each one's children are
     /// made right after it (the next depth's pass 1, but at the root), while it is in cache.
     ///
-    /// With `threads` > 1, passes (1), (3) and (4) of a depth with 64 parents or more run on up
-    /// to that many threads (one per 32 parents; `thread_team`), each with its own copy of the
+    /// With `threads` > 1, passes (1), (3) and (4) of a depth with enough parents run on up
+    /// to that many threads (one per 32 parents up to 192 compute actions, fewer on larger
+    /// orders: 4 at 1536; `thread_team`), each with its own copy of the
     /// search state; their results are joined in parent order, so the beam and its answer are
     /// the same for any number of threads (only `limits.max_nodes` is checked per piece of work,
     /// so a cut may come a few nodes later). An exception on a thread is thrown again here.
@@ -188,10 +191,15 @@ class exact_search {
         std::vector<step> trail;
         std::vector<partial> beam(1), next;
         beam[0] = {cnt_, end_, free_, held_, no_step, {}, {}};
-        // Per thread: its search state (this object for the first) and heads. Per piece of
-        // work: what it made, and how many nodes that cost. (A depth has at most `width`
-        // parents, so never more than width / 32 threads.)
-        threads = std::clamp<std::size_t>(threads, 1, std::max<std::size_t>(1, width / 32));
+        // A thread pays for itself only with enough parents to expand (`per_thread`): 32 up
+        // to n = 192 compute actions, fewer on larger orders, where a parent costs about n
+        // (its children's bounds): 4 at 1536, 1 from 6144 on. Per thread: its search state
+        // (this object for the first) and heads. Per piece of work: what it made, and how many
+        // nodes that cost. (A depth has at most `width` parents, so never more than
+        // width / per_thread threads.)
+        const std::size_t per_thread =
+            std::clamp<std::size_t>(6144 / std::max<std::size_t>(n_, 1), 1, 32);
+        threads = std::clamp<std::size_t>(threads, 1, std::max<std::size_t>(1, width / per_thread));
         std::vector<std::unique_ptr<exact_search>> helpers;
         std::optional<thread_team> team; // started at the first depth that can use it
         std::vector<std::vector<double>> est(threads, std::vector<double>(queues_));
@@ -212,10 +220,9 @@ class exact_search {
         auto times_of = [&](std::size_t i) { return all.times.data() + all.kids[i].times_at; };
         for (std::size_t depth = 0; depth < n_ && !beam.empty(); ++depth) {
             const bool last = depth + 1 == n_;
-            // A thread pays for itself only with 32 parents or more to expand. The work is cut
-            // into 8 pieces per thread, taken in turn by whichever thread is free: their costs
-            // vary, and small pieces keep the threads equally busy.
-            const std::size_t runs = std::clamp<std::size_t>(beam.size() / 32, 1, threads);
+            // The work is cut into 8 pieces per thread, taken in turn by whichever thread is
+            // free: their costs vary, and small pieces keep the threads equally busy.
+            const std::size_t runs = std::clamp<std::size_t>(beam.size() / per_thread, 1, threads);
             const std::size_t pieces = runs == 1 ? 1 : 8 * runs;
             while (helpers.size() + 1 < runs) helpers.push_back(std::make_unique<exact_search>(m_));
             for (auto& h : helpers) {
@@ -242,7 +249,8 @@ class exact_search {
             // more than the clock. The node limit counts the nodes of the piece (`nodes`).
             auto spent = [&](std::uint64_t nodes) {
                 if ((limits_.max_nodes != 0 && out_.nodes + nodes >= limits_.max_nodes) ||
-                    std::chrono::steady_clock::now() >= limits_.deadline)
+                    std::chrono::steady_clock::now() >= limits_.deadline ||
+                    (limits_.cancel != nullptr && limits_.cancel->load(std::memory_order_relaxed)))
                     stop = true;
                 return stop.load(std::memory_order_relaxed);
             };
