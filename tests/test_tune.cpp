@@ -1056,6 +1056,45 @@ TEST_CASE("tune: a tabu step's moves timed on several threads give the same sear
     CHECK(cut >= 3);
 }
 
+TEST_CASE("tune: a tabu step's moves timed on the threads stop at the deadline", "[tune]") {
+    // A step on millions of actions takes seconds: found by review, `tune --ranks 8
+    // --microbatches 16384 --memory-limit 4 --time-limit 3` took 37 s on 2 threads (and kept
+    // its time limit on one), as the shared moves were timed to the last whatever the clock.
+    namespace dt = ppsched::detail::tune;
+    const dt::model m = dt::make_model(skew_v_three_activations());
+    dt::sequences seq;
+    REQUIRE(dt::greedy_order(m, dt::greedy_rules(m).front(), seq));
+    dt::evaluator ev(m);
+    (void)ev.run<true>(seq);
+    std::vector<dt::shift_move> moves;
+    for (std::size_t r = 0; r < seq.size(); ++r)
+        for (std::size_t k = 0; k + 1 < seq[r].size(); ++k)
+            if (!dt::direct_dependency(m, seq[r][k], seq[r][k + 1]))
+                moves.push_back({static_cast<int>(r), k, k + 1});
+    REQUIRE(moves.size() >= 16);
+    dt::move_timer timer(m, 2, 0);
+    std::vector<dt::evaluation> out;
+    std::vector<char> done;
+    const auto now = std::chrono::steady_clock::now();
+    timer.time_moves(ev, seq, moves, out, done, now - std::chrono::seconds(1));
+    CHECK(std::count(done.begin(), done.end(), 1) == 0); // past it: none timed
+    timer.time_moves(ev, seq, moves, out, done, now + std::chrono::hours(1));
+    CHECK(std::count(done.begin(), done.end(), 1) == static_cast<long>(moves.size()));
+    // A tabu search past its deadline takes no move, shared or not.
+    for (dt::move_timer* t : {&timer, static_cast<dt::move_timer*>(nullptr)}) {
+        dt::budget limit;
+        limit.deadline = now - std::chrono::seconds(1);
+        dt::rng random(3);
+        dt::sequences s = seq;
+        const dt::evaluation e0 = ev.run(s);
+        const std::uint64_t before = ev.count();
+        const dt::evaluation e = dt::tabu_search(m, ev, s, e0, limit, random, 30, true, t);
+        CHECK(e.makespan == e0.makespan);
+        CHECK(s == seq);
+        CHECK(ev.count() == before);
+    }
+}
+
 TEST_CASE("tune: its threads change the time of its tabu steps, never its answer", "[tune]") {
     // 4 ranks x 2 stages x 16 microbatches (384 actions): steps of 43 moves or more are shared
     // out (move_timer's default), so both ways run. The evaluation limit ends it, not a clock.

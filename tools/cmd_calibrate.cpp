@@ -99,6 +99,7 @@ int cmd_calibrate(std::span<const std::string> argv, output& out) {
     }
     a.expect_positionals(1, 4096, "TRACE");
     expect_file_names(a, "calibrate", {"--output", "--order", "--picture"});
+    expect_writable_outputs(a, {"--output", "--order", "--picture"});
     if (a.has("--max-boxes") && !a.has("--picture"))
         throw usage_error("--max-boxes needs --picture (nothing is drawn without it)");
     // Read as every input of the tool: a directory or an empty file is said to be one.

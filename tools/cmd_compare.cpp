@@ -88,7 +88,7 @@ std::string reason_of(const std::string& message) {
 
 std::string text_report(int p, int m, const std::optional<double>& limit,
                         const std::vector<result>& results, const std::vector<rejection>& rejected,
-                        bool from_model) {
+                        std::string_view memory_unit) {
     std::string out = counted(p, "rank", "ranks") + ", " +
                       counted(m, "microbatch", "microbatches") +
                       "; the costs are a rank's share of the model";
@@ -102,7 +102,7 @@ std::string text_report(int p, int m, const std::optional<double>& limit,
                         format_number(100 * r.sim.bubble_fraction) + " %",
                         format_number(r.peak_activations), format_number(r.peak_memory)});
     append_aligned_table(out, rows);
-    out += memory_note(from_model);
+    out += memory_unit;
     if (!rejected.empty()) {
         out += "\nnot applicable:\n";
         for (const auto& r : rejected) out += "  " + r.schedule + ": " + r.reason + "\n";
@@ -180,6 +180,7 @@ compare_request read_request(const args& a) {
     q.max_boxes = a.integer("--max-boxes", 1, 1LL << 40, default_max_boxes);
     q.lower = a.has("--lower");
     q.output_path = a.value("--output");
+    expect_writable_outputs(a, {"--output"});
     if (a.has("--max-boxes") && !q.output_path)
         throw usage_error("--max-boxes needs --output (nothing is drawn without it)");
     if (q.output_path == "-" && a.has("--format") && q.format != "none")
@@ -200,6 +201,16 @@ compare_request read_request(const args& a) {
         if (stages % q.p != 0)
             throw usage_error("--layout has " + std::to_string(stages) +
                               " stages, not a multiple of the " + std::to_string(q.p) + " ranks");
+        if (a.has("--stages-per-rank") && q.v_min != stages / q.p)
+            throw usage_error("--stages-per-rank " + std::to_string(q.v_min) +
+                              " disagrees with the " + std::to_string(stages) +
+                              " stages of --layout (" + std::to_string(stages / q.p) +
+                              " per rank)");
+        if (a.has("--max-stages-per-rank") && q.v_max < stages / q.p)
+            throw usage_error("--max-stages-per-rank " + std::to_string(q.v_max) +
+                              " is below the " + std::to_string(stages / q.p) +
+                              " stages per rank of --layout's " + std::to_string(stages) +
+                              " stages");
         q.v_min = q.v_max = stages / q.p;
         if (!q.limit) q.limit = q.from_model->capacity;
         q.parameters = 0; // the largest rank's parameters (stage sums, any placement: a bound)
@@ -221,6 +232,11 @@ compare_request read_request(const args& a) {
                               " disagrees with the " + std::to_string(stages) +
                               " per-stage entries of the cost file (" +
                               std::to_string(stages / q.p) + " per rank)");
+        if (a.has("--max-stages-per-rank") && q.v_max < stages / q.p)
+            throw usage_error("--max-stages-per-rank " + std::to_string(q.v_max) +
+                              " is below the " + std::to_string(stages / q.p) +
+                              " stages per rank the cost file's " + std::to_string(stages) +
+                              " per-stage entries fix");
         q.v_min = q.v_max = static_cast<int>(stages / q.p);
         for (int s = 0; s < static_cast<int>(stages); ++s)
             q.parameters = std::max(q.parameters, q.costs.at(s).parameters * q.v_min);
@@ -371,7 +387,10 @@ int write_comparison(const compare_request& q, const comparison& c, output& out)
         write_output_file(*q.output_path, picture(q, c.results));
     }
     if (q.format == "text")
-        out.out = text_report(q.p, q.m, q.limit, c.results, c.rejected, q.from_model.has_value());
+        out.out = text_report(q.p, q.m, q.limit, c.results, c.rejected,
+                              q.from_model       ? model_memory_note
+                              : q.per_stage_file ? memory_unit_note
+                                                 : rank_share_memory_note);
     if (q.per_stage && q.format == "text") {
         const std::string share = "the costs are a rank's share of the model";
         if (const auto at = out.out.find(share); at != std::string::npos)

@@ -91,6 +91,7 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
     if (format != "text" && format != "json")
         throw usage_error("--format must be text or json, got '" + format + "'");
     expect_file_names(a, "plan", {"--output"});
+    expect_writable_outputs(a, {"--output"});
 
     const std::string path = a.positionals()[0];
     const model_description model = read_model_json(read_input(path), source_name(path));

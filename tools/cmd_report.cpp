@@ -113,6 +113,7 @@ int cmd_report(std::span<const std::string> argv, output& out) {
     }
     const auto path = all.value("--output");
     if (!path) throw usage_error("missing option --output FILE.html");
+    expect_writable_outputs(all, {"--output"});
     const split_args parts = split_sources(argv);
     if (parts.sources.empty()) throw usage_error("missing argument NAME (or --csv FILE)");
     bool names = false, files = false;

@@ -44,7 +44,9 @@ constexpr std::array<option, 17> tune_own_options{{
     {"--backward", "MODE",
      "split (default: the runtime runs I and W apart, as the zero-bubble schedules) or fused "
      "(only B)"},
-    {"--time-limit", "S", "seconds the search may take (default 10)"},
+    {"--time-limit", "S",
+     "seconds the search may take (default 10; the bound and the start points come first, "
+     "seconds on orders of millions of actions)"},
     {"--max-evaluations", "N",
      "stop after timing N orders (the built-in schedules are timed first whatever N; "
      "default: no limit)"},
@@ -152,7 +154,7 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
                       std::string(to_string_view(p.placement)) + "), " +
                       counted(p.microbatches, "microbatch", "microbatches") + ", " +
                       std::string(to_string_view(p.backward)) + " backward" +
-                      (p.memory_limit ? ", memory limit " + format_number(*p.memory_limit) : "") +
+                      (p.memory_limit ? ", memory limit " + json_number(*p.memory_limit) : "") +
                       "\n";
     auto row = [&](const std::string& label, const std::string& value, const std::string& note) {
         append_labelled_row(out, label, value, note);
@@ -173,10 +175,16 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
             ? ""
             : " (" + std::to_string(untried) + " not tried: the time limit was spent before them)";
     if (r.best_builtin.empty()) {
+        long long tried = 0;
+        for (const tune_candidate& c : r.candidates)
+            if (c.tried) ++tried;
+        const std::string applies =
+            p.memory_limit ? "applies and fits the memory limit" : "applies";
         row("best built-in", "none",
-            (untried == 0 ? "no built-in schedule applies and fits the memory limit"
-                          : "none of those tried applies and fits the memory limit") +
-                untried_note);
+            untried == 0 ? "no built-in schedule " + applies
+            : tried == 0 ? "none was tried: the time limit was spent before the " +
+                               std::to_string(untried) + " of this placement"
+                         : "none of those tried " + applies + untried_note);
     } else {
         const double gain = (r.best_builtin_makespan - r.makespan) / r.best_builtin_makespan;
         row("best built-in", format_number(r.best_builtin_makespan),
@@ -273,6 +281,7 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     const auto csv_path = a.value("--output");
     const auto picture_path = a.value("--picture");
     expect_distinct_files(a, {"--output", "--picture"});
+    expect_writable_outputs(a, {"--output", "--picture"});
     if (a.has("--max-boxes") && !picture_path)
         throw usage_error("--max-boxes needs --picture (nothing is drawn without it)");
     const long long max_boxes = a.integer("--max-boxes", 1, 1LL << 40, default_max_boxes);
@@ -345,7 +354,7 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
         opts.title =
             "ppsched tune: " + counted(problem.ranks, "rank", "ranks") + ", " +
             counted(problem.microbatches, "microbatch", "microbatches") +
-            (problem.memory_limit ? ", memory limit " + format_number(*problem.memory_limit) : "");
+            (problem.memory_limit ? ", memory limit " + json_number(*problem.memory_limit) : "");
         // What is drawn: the best built-in only where one fits, 1F1B only on a loop of one
         // stage per rank (where it is not the best already).
         opts.subtitle = std::string("the tuned order") +

@@ -106,6 +106,62 @@ inline void expect_file_names(const args& a, std::string_view command,
                               " a file name, not '-'");
 }
 
+namespace detail {
+/// An output as `write_output_files` writes it: the file a path leads to, whether it is
+/// written through (a device or FIFO) or replaced by a temporary file, and the text.
+struct target_file {
+    std::filesystem::path target, temp;
+    std::string shown;
+    bool through = false;
+    std::string_view text;
+};
+
+/// The checks of an output `path` (number `index` of a command's outputs) that need no
+/// writing: not a directory, its directory exists and takes new files, not a file this run
+/// read, an existing file the user may write. Throws `output_error` (or `usage_error`).
+inline target_file check_target(const std::string& path, std::size_t index) {
+    namespace fs = std::filesystem;
+    if (path.empty()) throw usage_error("an output needs a file name, got ''");
+    target_file t;
+    t.shown = printable(path);
+    t.target = follow_links(fs::path(path), path);
+    std::error_code ec;
+    const fs::file_status st = fs::status(t.target, ec);
+    if (fs::is_directory(st)) throw output_error("cannot write " + t.shown + ": is a directory");
+    t.through = fs::exists(st) && !fs::is_regular_file(st);
+    if (t.through) return t;
+    const fs::path dir = t.target.has_parent_path() ? t.target.parent_path() : fs::path(".");
+    if (!fs::is_directory(dir, ec))
+        throw output_error("cannot write " + t.shown + ": directory " + printable(dir.string()) +
+                           " does not exist");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+        const std::string reason = std::strerror(errno);
+        throw output_error("cannot write " + t.shown + ": cannot create a file in " +
+                           printable(dir.string()) + " (" + reason + ")");
+    }
+    t.temp = dir / ("." + t.target.filename().string() + ".tmp" + std::to_string(::getpid()) + "." +
+                    std::to_string(index));
+    expect_not_read(t.target, t.shown);
+    // An existing file the user may not write is not replaced (a rename would, as the
+    // directory allows it): as a redirection or `cp` would, refuse it.
+    if (fs::exists(st) && ::access(t.target.c_str(), W_OK) != 0) {
+        const std::string reason = std::strerror(errno);
+        throw output_error("cannot write " + t.shown + ": " + reason);
+    }
+    return t;
+}
+} // namespace detail
+
+/// Throws what `write_output_files` would for each output of `flags` of `a` (but `-`) that
+/// could not be written: a command with a long search checks its outputs before it starts,
+/// so that a mistyped directory does not cost the search (the writing checks them again).
+inline void expect_writable_outputs(const args& a, std::initializer_list<std::string_view> flags) {
+    std::size_t index = 0;
+    for (const std::string_view flag : flags)
+        if (const auto path = a.value(flag); path && *path != "-")
+            (void)detail::check_target(*path, index++);
+}
+
 /// Throws `usage_error` when two of `flags` of `a` name one regular file, or one names a
 /// file the command read: a command that writes its files after a long search checks this
 /// before it starts (`write_output_files` refuses it again when writing).
@@ -136,52 +192,22 @@ inline void expect_distinct_files(const args& a, std::initializer_list<std::stri
 /// output) is left behind then.
 inline void write_output_files(std::span<const std::pair<std::string, std::string_view>> files) {
     namespace fs = std::filesystem;
-    struct target_file {
-        fs::path target, temp;
-        std::string shown;
-        bool through = false;
-        std::string_view text;
-    };
-    std::vector<target_file> targets;
+    std::vector<detail::target_file> targets;
     for (const auto& [path, text] : files) {
-        if (path.empty()) throw usage_error("an output needs a file name, got ''");
-        target_file t;
-        t.shown = printable(path);
+        detail::target_file t = detail::check_target(path, targets.size());
         t.text = text;
-        t.target = detail::follow_links(fs::path(path), path);
-        std::error_code ec;
-        const fs::file_status st = fs::status(t.target, ec);
-        if (fs::is_directory(st))
-            throw output_error("cannot write " + t.shown + ": is a directory");
-        t.through = fs::exists(st) && !fs::is_regular_file(st);
-        if (!t.through) {
-            const fs::path dir =
-                t.target.has_parent_path() ? t.target.parent_path() : fs::path(".");
-            if (!fs::is_directory(dir, ec))
-                throw output_error("cannot write " + t.shown + ": directory " +
-                                   printable(dir.string()) + " does not exist");
-            t.temp = dir / ("." + t.target.filename().string() + ".tmp" +
-                            std::to_string(::getpid()) + "." + std::to_string(targets.size()));
-        }
         // Two outputs into one regular file: the second would silently replace the first.
-        for (const target_file& other : targets)
+        for (const detail::target_file& other : targets)
             if (!t.through && !other.through && detail::same_file(other.target, t.target))
                 throw usage_error("two outputs name the same file, " + t.shown);
-        if (!t.through) detail::expect_not_read(t.target, t.shown);
-        // An existing file the user may not write is not replaced (a rename would, as the
-        // directory allows it): as a redirection or `cp` would, refuse it.
-        if (!t.through && fs::exists(st) && ::access(t.target.c_str(), W_OK) != 0) {
-            const std::string reason = std::strerror(errno);
-            throw output_error("cannot write " + t.shown + ": " + reason);
-        }
         targets.push_back(std::move(t));
     }
     auto remove_temps = [&] {
         std::error_code ec;
-        for (const target_file& t : targets)
+        for (const detail::target_file& t : targets)
             if (!t.through) fs::remove(t.temp, ec);
     };
-    for (const target_file& t : targets) {
+    for (const detail::target_file& t : targets) {
         if (t.through) continue;
         std::ofstream out(t.temp, std::ios::binary | std::ios::trunc);
         if (!out) {
@@ -198,7 +224,7 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
         }
     }
     try {
-        for (const target_file& t : targets)
+        for (const detail::target_file& t : targets)
             if (t.through) detail::write_through(t.target.string(), t.text);
     } catch (...) {
         remove_temps();
@@ -206,7 +232,7 @@ inline void write_output_files(std::span<const std::pair<std::string, std::strin
     }
     // The renames come last and rarely fail (a directory that refuses to replace an existing
     // file); one that does after others leaves those written.
-    for (const target_file& t : targets) {
+    for (const detail::target_file& t : targets) {
         if (t.through) continue;
         std::error_code ec;
         fs::rename(t.temp, t.target, ec);

@@ -21,6 +21,12 @@ inline constexpr std::string_view memory_unit_note =
     "  memory: in memory units (--activation, --parameters; default 1 = one microbatch's "
     "activations of one stage)\n";
 
+/// `memory_unit_note` where the costs are a rank's share of the model (`compare` without
+/// per-stage costs): one activation is what a microbatch keeps on a rank, 1/V per stage.
+inline constexpr std::string_view rank_share_memory_note =
+    "  memory: in memory units (--activation, --parameters; default 1 = one microbatch's "
+    "activations on a rank, 1/V per stage)\n";
+
 /// The note instead of `memory_unit_note` where the costs come from a model file (`--model`),
 /// whose activations and parameters are in GB.
 inline constexpr std::string_view model_memory_note =

@@ -203,7 +203,7 @@ ppsched_cli_test(simulate_memory_rounding 0 STDOUT_HAS "memory limit 0.3: every 
 ppsched_cli_json_test(tune_builtins_past_time_limit
   "all(c['why_not'].startswith('not tried') for c in d['candidates']) and d['best_builtin'] is None"
   tune --ranks 1024 --microbatches 512 --time-limit 0.001 --quiet --format json)
-ppsched_cli_test(tune_builtins_past_time_limit_text 0 STDOUT_HAS "not tried: the time limit was spent before them"
+ppsched_cli_test(tune_builtins_past_time_limit_text 0 STDOUT_HAS "none was tried: the time limit was spent before the 13 of this placement"
                  ARGS tune --ranks 1024 --microbatches 512 --time-limit 0.001 --quiet)
 # Messages that name what the user gave: the overflowing value (B taken as I + W), the memory
 # sum, and the layout (not a cost file that was never given).
@@ -220,3 +220,37 @@ add_test(NAME cli.readonly_output
          COMMAND ${PPSCHED_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/check_readonly_output.sh
                  $<TARGET_FILE:ppsched-cli>)
 set_tests_properties(cli.readonly_output PROPERTIES SKIP_RETURN_CODE 77)
+
+# Found by a review of tune and compare (29 November).
+# An output that cannot be written is refused before the search, not after it (the search here
+# would take its 60 s; the test's timeout is far below that).
+ppsched_cli_test(tune_output_checked_first 2 STDERR_HAS "directory /nonexistent does not exist"
+                 ARGS tune --ranks 8 --microbatches 32 --stages-per-rank 2 --placement v
+                      --memory-limit 6 --time-limit 60 --output /nonexistent/order.csv)
+set_tests_properties(cli.tune_output_checked_first PROPERTIES TIMEOUT 20)
+ppsched_cli_test(compare_output_checked_first 2 STDERR_HAS "directory /nonexistent does not exist"
+                 ARGS compare --ranks 4 --microbatches 8 --costs ${uneven} --tune-time 60
+                      --output /nonexistent/compare.svg)
+set_tests_properties(cli.compare_output_checked_first PROPERTIES TIMEOUT 20)
+# Large makespans keep every whole digit (was "1.3e+07" for both makespan and bound).
+ppsched_cli_test(tune_large_numbers_text 0 STDOUT_HAS "makespan       13000013"
+                 ARGS tune --ranks 2 --microbatches 4 --f 1000001 --quiet)
+# Fused, a built-in that splits the backward is a start point only as its I run as B.
+ppsched_cli_test(tune_fused_start_named 0 STDOUT_HAS "ZB (each I run as B)"
+                 ARGS tune --ranks 2 --microbatches 4 --memory-limit 1 --b 1.2 --backward fused)
+# No memory limit given: no word of one.
+ppsched_cli_json_test(tune_no_limit_no_limit_words
+  "d['best_builtin'] is None"
+  tune --ranks 4 --microbatches 4 --placement v --stages-per-rank 3 --format json)
+add_test(NAME cli.tune_no_limit_message
+         COMMAND ${PPSCHED_BASH} -c "\"$0\" tune --ranks 4 --microbatches 4 --placement v --stages-per-rank 3 | grep -qx '  best built-in  none        no built-in schedule applies'"
+                 $<TARGET_FILE:ppsched-cli>)
+# The cost file fixes V = 2: a maximum of 1 contradicts it.
+ppsched_cli_test(compare_max_stages_below_file 2 STDERR_HAS "is below the 2 stages per rank"
+                 ARGS compare --ranks 4 --microbatches 8 --costs ${uneven}
+                      --max-stages-per-rank 1)
+# Costs a rank's share: one activation is a microbatch's on a rank, 1/V per stage.
+ppsched_cli_test(compare_rank_share_memory_note 0 STDOUT_HAS "activations on a rank, 1/V per stage"
+                 ARGS compare --ranks 4 --microbatches 8 --max-stages-per-rank 2)
+ppsched_cli_test(tune_overflow_message 2 STDERR_HAS "the search needs 4 x their total"
+                 ARGS tune --ranks 4 --microbatches 8 --f 1e298)

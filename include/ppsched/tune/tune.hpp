@@ -391,6 +391,7 @@ struct beam_plan {
     const bool many_actions = problem.compute_actions() >= static_cast<double>(1 << 20);
     for (const schedule_entry& entry : reg.entries()) {
         if (entry.placement != problem.placement) continue;
+        (void)spend.spent(ev); // the progress line, while big orders are timed
         tune_candidate cand;
         cand.name = entry.pytorch_name;
         // Each is linear in the actions, but on millions of them (2048 x 2048) the built-ins
@@ -459,7 +460,11 @@ struct beam_plan {
                         if (sl) best_builtin_order[r].push_back(sl);
             }
         }
-        if (usable) add_start(cand.name, std::move(seq));
+        // (Fused, a built-in that splits the backward is no answer itself, but its order with
+        // each I run as B, and no W, is a start point: named so.)
+        if (usable)
+            add_start(splits && !m.split ? cand.name + " (each I run as B)" : cand.name,
+                      std::move(seq));
         result.candidates.push_back(std::move(cand));
     }
     add_start("sequential", sequential_order(m));

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -126,11 +127,18 @@ class move_timer {
     }
 
     /// Times each of `moves` applied alone to `seq`, the order `ev` last recorded (`run<true>`),
-    /// into `out`; `seq` and `ev`'s base are as they were when it returns (`ev`'s count grows
-    /// by the moves it timed itself).
+    /// into `out`, and sets `done[k]` for each move timed: all of them, unless `deadline`
+    /// passed first (a step on millions of actions can take seconds). `seq` and `ev`'s base
+    /// are as they were when it returns (`ev`'s count grows by the moves it timed itself).
     void time_moves(evaluator& ev, sequences& seq, const std::vector<shift_move>& moves,
-                    std::vector<evaluation>& out) {
+                    std::vector<evaluation>& out, std::vector<char>& done,
+                    std::chrono::steady_clock::time_point deadline) {
         out.resize(moves.size());
+        done.assign(moves.size(), 0);
+        std::size_t actions = 0;
+        for (const auto& row : seq) actions += row.size();
+        // The clock is read before every few moves: about every 4096 actions timed again.
+        const std::size_t every = std::bit_floor(std::max<std::size_t>(1, 4096 / actions));
         const std::size_t runs = std::min(threads_, moves.size() / 4);
         if (!team_) team_.emplace(threads_ - 1);
         while (evs_.size() + 1 < runs) evs_.push_back(std::make_unique<evaluator>(m_));
@@ -144,14 +152,20 @@ class move_timer {
             sequences& s = t == 0 ? seq : seqs_[t - 1];
             if (t > 0) e.rebase(ev); // reads only the base, which `run_changed` leaves alone
             for (std::size_t i = next++; i < pieces; i = next++)
-                for (std::size_t k = moves.size() * i / pieces; k < moves.size() * (i + 1) / pieces;
-                     ++k) {
+                for (std::size_t k = moves.size() * i / pieces, seen = 0;
+                     k < moves.size() * (i + 1) / pieces; ++k, ++seen) {
+                    if (seen % every == 0 && (stop.load(std::memory_order_relaxed) ||
+                                              std::chrono::steady_clock::now() >= deadline)) {
+                        stop = true;
+                        return;
+                    }
                     const shift_move& mv = moves[k];
                     auto& row = s[static_cast<std::size_t>(mv.rank)];
                     apply_move(row, mv);
                     out[k] = e.run_changed(s, static_cast<std::size_t>(mv.rank),
                                            std::min(mv.from, mv.to));
                     apply_move(row, {mv.rank, mv.to, mv.from});
+                    done[k] = 1;
                 }
         };
         (void)team_->run(runs, stop, work);
@@ -202,6 +216,7 @@ inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, eva
     std::vector<int> chain;
     std::vector<shift_move> moves, runnable;
     std::vector<evaluation> timed;
+    std::vector<char> timed_done;
     int since_best = 0;
     for (int step = 0; since_best < patience; ++step) {
         if (best.makespan <= limit.target || limit.spent(ev)) break;
@@ -261,7 +276,7 @@ inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, eva
         const bool shared = timer != nullptr && timer->worth(runnable.size(), total);
         if (shared) {
             const std::uint64_t counted = ev.count();
-            timer->time_moves(ev, seq, runnable, timed);
+            timer->time_moves(ev, seq, runnable, timed, timed_done, limit.deadline);
             ev.set_count(counted);
         }
         evaluation pick{};
@@ -274,6 +289,7 @@ inline evaluation tabu_search(const model& m, evaluator& ev, sequences& seq, eva
             const bool is_tabu = tabu_until[static_cast<std::size_t>(x)] > step;
             evaluation e;
             if (shared) {
+                if (!timed_done[c]) break; // the deadline passed while the step was timed
                 e = timed[c];
                 ev.set_count(ev.count() + 1);
             } else {

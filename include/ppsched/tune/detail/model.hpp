@@ -166,8 +166,10 @@ struct model {
     // done in sequence, stays below 1e300.
     const double total = work * p.microbatches * 4 + m.message * stages * 4;
     PPSCHED_EXPECTS(finite_non_negative(total) && total <= 1e300,
-                    "ppsched::tune: the costs are too large (a step's total work, ", total,
-                    ", exceeds 1e300)");
+                    "ppsched::tune: the costs are too large: the search needs 4 x their "
+                    "total over the step (F, B, I and W of every stage and microbatch, and "
+                    "the messages) below 1e300, and it is ",
+                    total);
     for (int s = 0; s < stages; ++s) {
         stage_info& st = m.stage[static_cast<std::size_t>(s)];
         auto msg = [&](int other) {
