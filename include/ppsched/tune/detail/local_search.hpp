@@ -138,7 +138,8 @@ class move_timer {
         std::size_t actions = 0;
         for (const auto& row : seq) actions += row.size();
         // The clock is read before every few moves: about every 4096 actions timed again.
-        const std::size_t every = std::bit_floor(std::max<std::size_t>(1, 4096 / actions));
+        const std::size_t every =
+            std::bit_floor(std::max<std::size_t>(1, 4096 / std::max<std::size_t>(actions, 1)));
         const std::size_t runs = std::min(threads_, moves.size() / 4);
         if (!team_) team_.emplace(threads_ - 1);
         while (evs_.size() + 1 < runs) evs_.push_back(std::make_unique<evaluator>(m_));
