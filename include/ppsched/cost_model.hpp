@@ -161,6 +161,10 @@ struct cost_model {
             const double half_pair = r.forward / 2 + r.full_backward / 2;
             largest = half_pair > largest ? half_pair : largest;
         }
+        // (A derived cost, B = I + W where B is not given, overflows on its own.)
+        PPSCHED_EXPECTS(largest <= max_value,
+                        "ppsched::cost_model: a derived cost overflows: a B not given is I + W, "
+                        "and here that sum is not finite");
         const double count = static_cast<double>(actions) + static_cast<double>(stages) + 1;
         PPSCHED_EXPECTS(largest <= max_value / (4 * count), "ppsched::cost_model: costs up to ",
                         largest, " over ", actions,

@@ -160,3 +160,6 @@ ppsched_cli_test(compare_contradictory_stage_counts 2 STDERR_HAS "contradict eac
 add_test(NAME cli.simulate_doc_cost_example
          COMMAND ${PPSCHED_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/check_doc_cost_example.sh
                  $<TARGET_FILE:ppsched-cli> ${PROJECT_SOURCE_DIR}/docs/simulation.md)
+# B not given is I + W: where that sum overflows, say so (was "costs up to inf over 8 actions").
+ppsched_cli_test(simulate_derived_b_overflows 2 STDERR_HAS "a derived cost overflows"
+                 ARGS simulate 1F1B --ranks 2 --microbatches 2 --i 1e308 --w 1e308)
