@@ -161,6 +161,20 @@ struct comparison {
     std::vector<std::unique_ptr<schedule_entry>> tuned_entries; // the entries of tuned results
 };
 
+// Throws `usage_error` where --stages-per-rank or --max-stages-per-rank contradicts the V that
+// `stages` stages on the ranks fix: `source` names those stages ("the 8 stages of --layout"),
+// `fixing` says what fixes V ("of --layout's 8 stages").
+void expect_stage_flags_fit(const args& a, const compare_request& q, int stages,
+                            const std::string& source, const std::string& fixing) {
+    const int v = stages / q.p;
+    if (a.has("--stages-per-rank") && q.v_min != v)
+        throw usage_error("--stages-per-rank " + std::to_string(q.v_min) + " disagrees with " +
+                          source + " (" + std::to_string(v) + " per rank)");
+    if (a.has("--max-stages-per-rank") && q.v_max < v)
+        throw usage_error("--max-stages-per-rank " + std::to_string(q.v_max) + " is below the " +
+                          std::to_string(v) + " stages per rank " + fixing);
+}
+
 compare_request read_request(const args& a) {
     compare_request q;
     if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
@@ -201,16 +215,9 @@ compare_request read_request(const args& a) {
         if (stages % q.p != 0)
             throw usage_error("--layout has " + std::to_string(stages) +
                               " stages, not a multiple of the " + std::to_string(q.p) + " ranks");
-        if (a.has("--stages-per-rank") && q.v_min != stages / q.p)
-            throw usage_error("--stages-per-rank " + std::to_string(q.v_min) +
-                              " disagrees with the " + std::to_string(stages) +
-                              " stages of --layout (" + std::to_string(stages / q.p) +
-                              " per rank)");
-        if (a.has("--max-stages-per-rank") && q.v_max < stages / q.p)
-            throw usage_error("--max-stages-per-rank " + std::to_string(q.v_max) +
-                              " is below the " + std::to_string(stages / q.p) +
-                              " stages per rank of --layout's " + std::to_string(stages) +
-                              " stages");
+        expect_stage_flags_fit(a, q, stages,
+                               "the " + std::to_string(stages) + " stages of --layout",
+                               "of --layout's " + std::to_string(stages) + " stages");
         q.v_min = q.v_max = stages / q.p;
         if (!q.limit) q.limit = q.from_model->capacity;
         q.parameters = 0; // the largest rank's parameters (stage sums, any placement: a bound)
@@ -227,16 +234,10 @@ compare_request read_request(const args& a) {
             throw usage_error("the cost file has " + std::to_string(stages) +
                               " per-stage entries, not a multiple of the " + std::to_string(q.p) +
                               " ranks (one entry per stage: ranks x stages per rank)");
-        if (a.has("--stages-per-rank") && q.v_min != stages / q.p)
-            throw usage_error("--stages-per-rank " + std::to_string(q.v_min) +
-                              " disagrees with the " + std::to_string(stages) +
-                              " per-stage entries of the cost file (" +
-                              std::to_string(stages / q.p) + " per rank)");
-        if (a.has("--max-stages-per-rank") && q.v_max < stages / q.p)
-            throw usage_error("--max-stages-per-rank " + std::to_string(q.v_max) +
-                              " is below the " + std::to_string(stages / q.p) +
-                              " stages per rank the cost file's " + std::to_string(stages) +
-                              " per-stage entries fix");
+        expect_stage_flags_fit(
+            a, q, static_cast<int>(stages),
+            "the " + std::to_string(stages) + " per-stage entries of the cost file",
+            "the cost file's " + std::to_string(stages) + " per-stage entries fix");
         q.v_min = q.v_max = static_cast<int>(stages / q.p);
         for (int s = 0; s < static_cast<int>(stages); ++s)
             q.parameters = std::max(q.parameters, q.costs.at(s).parameters * q.v_min);

@@ -175,9 +175,7 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
             ? ""
             : " (" + std::to_string(untried) + " not tried: the time limit was spent before them)";
     if (r.best_builtin.empty()) {
-        long long tried = 0;
-        for (const tune_candidate& c : r.candidates)
-            if (c.tried) ++tried;
+        const long long tried = static_cast<long long>(r.candidates.size()) - untried;
         const std::string applies =
             p.memory_limit ? "applies and fits the memory limit" : "applies";
         row("best built-in", "none",

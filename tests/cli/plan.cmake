@@ -92,3 +92,10 @@ ppsched_cli_test(plan_zero_costs_no_speedup 0 STDOUT_HAS "speedup        none"
 # Layers whose F add up to infinity (4 x 1e308): the file is named and the overflow said.
 ppsched_cli_test(plan_model_overflow 2 STDERR_HAS "model_overflow.json:1:1: the layers' F add up to infinity"
                  ARGS plan ${data}/model_overflow.json --ranks 2 --microbatches 4)
+# The layout fixes V: stage flags that contradict it are refused.
+ppsched_cli_test(compare_layout_stages_disagree 2 STDERR_HAS "disagrees with the 2 stages of --layout"
+                 ARGS compare --ranks 1 --microbatches 4 --model ${tiny} --layout "Et*4|t*4L"
+                      --stages-per-rank 1)
+ppsched_cli_test(compare_layout_max_stages_below 2 STDERR_HAS "is below the 2 stages per rank of --layout"
+                 ARGS compare --ranks 1 --microbatches 4 --model ${tiny} --layout "Et*4|t*4L"
+                      --max-stages-per-rank 1)

@@ -606,12 +606,16 @@ struct beam_plan {
     // memory: 1.82 -> 0.87 s; p = 8 x m = 32 x v = 2, v, W = 0.5 I, half memory: 4.06 ->
     // 2.79 s; docs/performance.md).
     const double late_incumbent = best.makespan;
-    const std::size_t first_late = plan_beams(m, n, widths, true).early;
+    // Whether 4b would run wider beams, were the exact phase and the relaxation to prove
+    // nothing more (or, after them, with what they proved).
+    auto late_planned = [&] {
+        const beam_plan plan = plan_beams(m, n, widths, best.makespan <= proven_bound() * 1.01);
+        return !relaxed_backward && beams_run == plan.early && plan.late > 0;
+    };
     background_beam beside;
-    if (threads >= 2 && !relaxed_backward && beams_run == first_late && exact_nodes > 0 &&
-        best.makespan > target && !spend.spent(ev) &&
-        plan_beams(m, n, widths, best.makespan <= proven_bound() * 1.01).late > 0)
-        (void)beside.start(m, late_incumbent, widths[first_late], spend.deadline, threads - 1);
+    if (threads >= 2 && exact_nodes > 0 && best.makespan > target && !spend.spent(ev) &&
+        late_planned())
+        (void)beside.start(m, late_incumbent, widths[beams_run], spend.deadline, threads - 1);
     bool proven = false, exact_cut = false;
     if (best.makespan > target && exact_nodes > 0 && !spend.spent(ev)) {
         exact_search exact(bm);
@@ -687,7 +691,7 @@ struct beam_plan {
         const double known = proven_bound();
         auto within_1pc = [&] { return best.makespan <= known * 1.01; };
         const beam_plan plan = plan_beams(m, n, widths, within_1pc());
-        const bool late = !proven && !relaxed_backward && beams_run == plan.early && plan.late > 0;
+        const bool late = !proven && late_planned();
         std::optional<exact_outcome> late_found = beside.join(late);
         // (What the beam beside the exact phase found is taken even where the time is spent:
         // it is there.)
