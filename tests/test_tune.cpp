@@ -737,6 +737,42 @@ TEST_CASE("tune: a beam on a thread of its own finds what it finds on the caller
     check_same_on_threads(p, o, 2);
 }
 
+TEST_CASE("tune: where the exact phase's budget is short, the late beams run before it",
+          "[tune][beam]") {
+    namespace dt = ppsched::detail::tune;
+    // Under 100 n nodes for n compute actions: with the default budget (5e7 / n), from about
+    // 707 actions on.
+    STATIC_REQUIRE(dt::late_beams_first(1536, 50'000'000 / 1536)); // p = 8, m = 32, V = 2
+    STATIC_REQUIRE(dt::late_beams_first(768, 50'000'000 / 768));   // p = 8, m = 16, V = 2
+    STATIC_REQUIRE_FALSE(dt::late_beams_first(384, 50'000'000 / 384));
+    STATIC_REQUIRE_FALSE(dt::late_beams_first(240, 50'000'000 / 240)); // p = 4, m = 10, V = 2
+    STATIC_REQUIRE(dt::late_beams_first(96, 9599));
+    STATIC_REQUIRE_FALSE(dt::late_beams_first(96, 9600));
+    // Through tune, on 96 actions whose late beam (width 4096) the exact phase makes needless
+    // (it proves the answer optimal): with a budget of 100 n nodes the beam is planned beside
+    // it and cancelled; with one node less it runs first, and its nodes are counted. The same
+    // answer either way, and on 1 and 2 threads.
+    tune_problem p;
+    p.ranks = 4;
+    p.microbatches = 4;
+    p.placement = stage_placement::v;
+    p.stages_per_rank = 2;
+    p.memory_limit = 3;
+    tune_options o;
+    o.time_limit = 60;
+    o.exact_nodes = 9600;
+    const tune_result last = ppsched::tune(p, o);
+    o.exact_nodes = 9599;
+    const tune_result first = ppsched::tune(p, o);
+    check_result(p, first);
+    CHECK(last.stopped == ppsched::tune_stop::optimal);
+    CHECK(first.stopped == ppsched::tune_stop::optimal);
+    CHECK(first.makespan == last.makespan);
+    CHECK(first.exact_nodes > 0);
+    CHECK(first.beam_nodes > last.beam_nodes);
+    check_same_on_threads(p, o, 2);
+}
+
 TEST_CASE("tune: on larger orders a narrow beam uses the threads, with the same answer",
           "[tune][beam]") {
     namespace dt = ppsched::detail::tune;

@@ -26,7 +26,10 @@
 ///    Then, where the answer is still not proven within 1 % of the optimum, the beams too
 ///    costly to run early (`plan_beams`), with the time left; the first of them, pruned at
 ///    the best makespan from before step 3, runs beside steps 3-4 on two threads or more
-///    (`background_beam`; cancelled where they prove the answer within 1 %).
+///    (`background_beam`; cancelled where they prove the answer within 1 %). Where the exact
+///    phase's budget is short for the problem (`late_beams_first`: about 700 compute actions
+///    or more), they run instead before step 3, on every thread, where the answer is not
+///    within 1 % of the bound.
 /// 5. The answer is simulated and validated again.
 /// 6. With the split backward, where a stage's B is cheaper than its I + W, the same search on
 ///    the fused problem (orders of F and B) and on three problems where some stages run B (see
@@ -258,6 +261,17 @@ struct beam_plan {
            beam_work(m, n, widths[plan.early + plan.late]) <= 1e9)
         ++plan.late;
     return plan;
+}
+
+/// Whether `tune` runs the late beams of `plan_beams` before the exact phase (on every thread)
+/// rather than last: where the exact phase's node budget is under 100 n for n compute actions
+/// (the depth of 100 complete orders; with the default budget, from about 700 actions on).
+/// There it does not finish and seldom finds a faster order, while the wider beams do: on 60
+/// problems of 8 ranks with two stages per rank and 8, 16 and 32 microbatches, the exact phase
+/// improved one order, by 0.014 %, and the late beams five, by up to 3.6 %
+/// (docs/performance.md).
+[[nodiscard]] constexpr bool late_beams_first(std::size_t n, std::uint64_t exact_nodes) {
+    return exact_nodes < 100 * static_cast<std::uint64_t>(n);
 }
 
 /// The greedy rules tried as start points.
@@ -598,19 +612,34 @@ struct beam_plan {
     // O(n log n): the default budget keeps the phase to a second or two.
     const std::uint64_t exact_nodes = options.exact_nodes.value_or(
         std::max<std::uint64_t>(1000, 50'000'000 / std::max<std::size_t>(n, 1)));
-    // The first of the wider beams that run last (4b), where some may run, is pruned at the
-    // best makespan from before the exact phase, so that with two threads or more it runs
-    // beside the exact phase and the rank relaxation (each uses one), on the other threads:
-    // it is the same beam for any thread count, and taken only where 4b would run it (else
-    // cancelled). Its answer comes sooner (p = 4 x m = 8, loop V = 2, random costs, half
-    // memory: 1.82 -> 0.87 s; p = 8 x m = 32 x v = 2, v, W = 0.5 I, half memory: 4.06 ->
-    // 2.79 s; docs/performance.md).
+    // Where that budget is short for the problem (`late_beams_first`), the wider beams that
+    // would run last (4b) run before it instead, on every thread, while the answer is not
+    // within 1 % of the bound: p = 8 x m = 32 x v = 2, v, W = 0.5 I, half memory: the answer
+    // at 1.5 s instead of 2.7 s, the same makespans on the 40 problems of 8 ranks with 16 and
+    // 32 microbatches (docs/performance.md).
+    const bool wide_first = !relaxed_backward && late_beams_first(n, exact_nodes);
+    if (wide_first && best.makespan > target && !spend.spent(ev)) {
+        const beam_plan plan =
+            plan_beams(m, n, widths, best.makespan <= result.bound.value * 1.01);
+        if (beams_run == plan.early)
+            for (std::size_t i = plan.early; i < plan.early + plan.late; ++i) {
+                if (best.makespan <= result.bound.value * 1.01) break;
+                ++beams_run;
+                if (!run_beam(widths[i])) break;
+            }
+    }
+    // Elsewhere, the first of the wider beams that run last (4b), where some may run, is
+    // pruned at the best makespan from before the exact phase, so that with two threads or
+    // more it runs beside the exact phase and the rank relaxation (each uses one), on the
+    // other threads: it is the same beam for any thread count, and taken only where 4b would
+    // run it (else cancelled). Its answer comes sooner (p = 4 x m = 8, loop V = 2, random
+    // costs, half memory: 1.82 -> 0.87 s; docs/performance.md).
     const double late_incumbent = best.makespan;
     // Whether 4b would run wider beams, were the exact phase and the relaxation to prove
     // nothing more (or, after them, with what they proved).
     auto late_planned = [&] {
         const beam_plan plan = plan_beams(m, n, widths, best.makespan <= proven_bound() * 1.01);
-        return !relaxed_backward && beams_run == plan.early && plan.late > 0;
+        return !relaxed_backward && !wide_first && beams_run == plan.early && plan.late > 0;
     };
     background_beam beside;
     if (threads >= 2 && exact_nodes > 0 && best.makespan > target && !spend.spent(ev) &&
