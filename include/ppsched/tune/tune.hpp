@@ -619,8 +619,7 @@ struct beam_plan {
     // 32 microbatches (docs/performance.md).
     const bool wide_first = !relaxed_backward && late_beams_first(n, exact_nodes);
     if (wide_first && best.makespan > target && !spend.spent(ev)) {
-        const beam_plan plan =
-            plan_beams(m, n, widths, best.makespan <= result.bound.value * 1.01);
+        const beam_plan plan = plan_beams(m, n, widths, best.makespan <= result.bound.value * 1.01);
         if (beams_run == plan.early)
             for (std::size_t i = plan.early; i < plan.early + plan.late; ++i) {
                 if (best.makespan <= result.bound.value * 1.01) break;
