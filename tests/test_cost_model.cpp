@@ -100,7 +100,9 @@ TEST_CASE("send, receive and reshard take no time on the rank", "[cost_model]") 
 TEST_CASE("negative or inconsistent costs are configuration errors", "[cost_model][errors]") {
     cost_model c;
     c.uniform.forward = -1;
-    CHECK_THROWS_WITH(c.at(0), "ppsched::cost_model: F must be a finite non-negative number");
+    CHECK_THROWS_WITH(c.at(0),
+                      "ppsched::cost_model: F of stage 0 must be a finite non-negative number "
+                      "(got -1)");
     cost_model d;
     d.uniform.full_backward = 1;
     d.uniform.backward_input = 2;
@@ -118,7 +120,22 @@ TEST_CASE("non-finite costs and totals that would overflow are refused by one ru
     constexpr double inf = std::numeric_limits<double>::infinity();
     cost_model a;
     a.uniform.forward = inf;
-    CHECK_THROWS_WITH(a.at(0), "ppsched::cost_model: F must be a finite non-negative number");
+    CHECK_THROWS_WITH(a.at(0),
+                      "ppsched::cost_model: F of stage 0 must be a finite non-negative number "
+                      "(got inf)");
+    // A per-stage value names its stage and the value; a scalar field its value.
+    cost_model w;
+    w.per_stage.resize(16);
+    w.per_stage[11].backward_weight = std::numeric_limits<double>::quiet_NaN();
+    CHECK_NOTHROW(w.at(10));
+    CHECK_THROWS_WITH(w.at(11),
+                      "ppsched::cost_model: W of stage 11 must be a finite non-negative number "
+                      "(got nan)");
+    cost_model latency;
+    latency.p2p_latency = -3;
+    CHECK_THROWS_WITH(latency.check(),
+                      "ppsched::cost_model: p2p_latency must be a finite non-negative number "
+                      "(got -3)");
     cost_model n;
     n.uniform.full_backward = std::numeric_limits<double>::quiet_NaN();
     CHECK_THROWS_AS(n.at(0), ppsched::config_error);

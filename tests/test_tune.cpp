@@ -172,7 +172,9 @@ TEST_CASE("tune: with room for one microbatch only, the bound is the sequential 
     p.microbatches = 4;
     p.memory_limit = 1;
     const tune_result r = ppsched::tune(p, quick(5000));
-    CHECK(r.bound.memory == 20);
+    // (The part is 1e-12 below 20, the room being the limit up to rounding; the bound, which
+    // the makespan meets up to rounding, is reported as it.)
+    CHECK(r.bound.memory == Approx(20).epsilon(1e-11));
     CHECK(r.bound.value == 20);
     CHECK(r.makespan == 20);
     check_result(p, r);
@@ -1343,4 +1345,81 @@ TEST_CASE("tune: the time limit stops the search with a valid order", "[tune]") 
     CHECK(r.elapsed < 5); // the limit is checked between timings; generous for sanitizers
     if (r.stopped != ppsched::tune_stop::optimal && r.stopped != ppsched::tune_stop::converged)
         CHECK(r.stopped == ppsched::tune_stop::time_limit);
+}
+
+TEST_CASE("tune: a review of the API as a user (29 November): each defect found", "[tune]") {
+    // 1. A limit just inside the rounding allowance (1e-12 of the limit) admits the orders
+    // that fit the limit itself; the bounds' room is the same, so they stay below them (the
+    // bounds took only the limit less the parameters: "26, proven optimal" where 25 fits).
+    tune_problem p;
+    p.ranks = 2;
+    p.microbatches = 3;
+    p.stages_per_rank = 2;
+    p.costs.uniform.activation = 0.3;
+    p.costs.uniform.parameters = 0.3; // least memory per rank 1.2
+    tune_options o;
+    o.time_limit = 60;
+    p.memory_limit = 1.2;
+    const tune_result at = ppsched::tune(p, o);
+    p.memory_limit = 1.1999999999988;
+    const tune_result inside = ppsched::tune(p, o);
+    check_result(p, inside);
+    for (const double peak : at.peak_memory)
+        REQUIRE(ppsched::fits_memory_limit(peak, *p.memory_limit));
+    CHECK(inside.bound.value <= at.makespan);
+    CHECK(ppsched::lower_bound(p).value <= at.makespan);
+    CHECK(inside.makespan == at.makespan);
+
+    // 2. Counts whose product overflows 64 bits: refused, the counts named (no signed
+    // overflow: the sanitizer build runs this).
+    tune_problem huge;
+    huge.ranks = huge.microbatches = huge.stages_per_rank = std::numeric_limits<int>::max();
+    CHECK_THROWS_WITH(ppsched::tune(huge, o),
+                      Catch::Contains("(got 2147483647 * 2147483647 * 2147483647)"));
+
+    // 3. A built-in of another placement is not a candidate of the problem.
+    tune_problem loop = p;
+    loop.memory_limit.reset();
+    CHECK_THROWS_AS(ppsched::tune_candidate_order(loop, "ZB-V"), ppsched::config_error);
+    CHECK_THROWS_AS(ppsched::tune_candidate_order(loop, "DualPipe"), ppsched::config_error);
+    CHECK(ppsched::validate(ppsched::tune_candidate_order(loop, "Interleaved1F1B")));
+
+    // 5. Where orders that run B answer (step 6), every part of the bound is at most the
+    // makespan too (only the bound itself was clamped to it where the sums round apart).
+    tune_problem mixed;
+    mixed.ranks = 2;
+    mixed.microbatches = 1;
+    mixed.stages_per_rank = 2;
+    mixed.placement = stage_placement::v;
+    mixed.costs.per_stage = {
+        {.forward = 0.5,
+         .backward_input = 1.7,
+         .backward_weight = 0.5,
+         .full_backward = 1.85,
+         .parameters = 1},
+        {.forward = 2, .backward_input = 1.7, .backward_weight = 1, .full_backward = 2.7},
+        {.forward = 1,
+         .backward_input = 2,
+         .backward_weight = 1,
+         .full_backward = 2.3,
+         .activation = 2,
+         .parameters = 1},
+        {.forward = 2,
+         .backward_input = 0.5,
+         .backward_weight = 1,
+         .full_backward = 1.35,
+         .activation = 2}};
+    mixed.costs.p2p_latency = 0.3;
+    const tune_result r = ppsched::tune(mixed, o);
+    check_result(mixed, r);
+    for (const double part : {r.bound.value, r.bound.search, r.bound.one_machine, r.bound.memory,
+                              r.bound.memory_ramp, r.bound.rank_relaxation})
+        CHECK(part <= r.makespan);
+
+    // 7. A time limit that is not a number, or negative, is refused (it was taken as 0).
+    tune_options bad = o;
+    bad.time_limit = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_AS(ppsched::tune(p, bad), ppsched::config_error);
+    bad.time_limit = -1;
+    CHECK_THROWS_WITH(ppsched::tune(p, bad), Catch::Contains("time_limit must be a non-negative"));
 }

@@ -104,12 +104,12 @@ struct cost_model {
             return uniform.*field;
         };
         resolved_stage_costs r;
-        r.forward = checked(pick(&stage_costs::forward).value_or(1.0), "F");
+        r.forward = checked(pick(&stage_costs::forward).value_or(1.0), "F", stage);
         const auto i = pick(&stage_costs::backward_input);
         const auto w = pick(&stage_costs::backward_weight);
         const auto b = pick(&stage_costs::full_backward);
         if (b) {
-            r.full_backward = checked(*b, "B");
+            r.full_backward = checked(*b, "B", stage);
             r.backward_input = i ? *i : (w ? *b - *w : *b / 2);
             r.backward_weight = w ? *w : *b - r.backward_input;
             // (I, W and B all given are taken as they are: a fused B is its own kernel and may
@@ -122,14 +122,15 @@ struct cost_model {
             r.backward_weight = w ? *w : r.forward;
             r.full_backward = r.backward_input + r.backward_weight;
         }
-        checked(r.backward_input, "I");
-        checked(r.backward_weight, "W");
+        checked(r.backward_input, "I", stage);
+        checked(r.backward_weight, "W", stage);
         r.overlap_f_b = pick(&stage_costs::overlap_f_b);
-        if (r.overlap_f_b) checked(*r.overlap_f_b, "OVERLAP_F_B");
-        r.unshard = checked(pick(&stage_costs::unshard).value_or(0.0), "UNSHARD");
-        r.reduce_grad = checked(pick(&stage_costs::reduce_grad).value_or(0.0), "REDUCE_GRAD");
-        r.activation = checked(pick(&stage_costs::activation).value_or(1.0), "activation");
-        r.parameters = checked(pick(&stage_costs::parameters).value_or(0.0), "parameters");
+        if (r.overlap_f_b) checked(*r.overlap_f_b, "OVERLAP_F_B", stage);
+        r.unshard = checked(pick(&stage_costs::unshard).value_or(0.0), "UNSHARD", stage);
+        r.reduce_grad =
+            checked(pick(&stage_costs::reduce_grad).value_or(0.0), "REDUCE_GRAD", stage);
+        r.activation = checked(pick(&stage_costs::activation).value_or(1.0), "activation", stage);
+        r.parameters = checked(pick(&stage_costs::parameters).value_or(0.0), "parameters", stage);
         return r;
     }
 
@@ -180,10 +181,16 @@ struct cost_model {
     friend constexpr bool operator==(const cost_model&, const cost_model&) = default;
 
   private:
-    static constexpr double checked(double v, const char* what) {
+    /// `v`, checked: `what` names the field, `stage` its stage (-1: a scalar field).
+    static constexpr double checked(double v, const char* what, int stage = -1) {
         // False for NaN and infinity alike (no <cmath> in constant expressions).
-        PPSCHED_EXPECTS(v >= 0 && v <= max_value, "ppsched::cost_model: ", what,
-                        " must be a finite non-negative number");
+        if (!(v >= 0 && v <= max_value)) {
+            if (stage >= 0)
+                detail::precondition_failed("ppsched::cost_model: ", what, " of stage ", stage,
+                                            " must be a finite non-negative number (got ", v, ")");
+            detail::precondition_failed("ppsched::cost_model: ", what,
+                                        " must be a finite non-negative number (got ", v, ")");
+        }
         return v;
     }
     static constexpr double max_value = 1.7976931348623157e308; // DBL_MAX

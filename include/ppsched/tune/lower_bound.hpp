@@ -447,7 +447,8 @@ struct chains {
         // Memory-time: each microbatch holds a stage's activation at least for the round trip
         // from its forward's start to the end of what frees it.
         const auto ru = static_cast<std::size_t>(r);
-        const double room = m.limit[ru] - m.parameters[ru];
+        // (What an order may hold, `fit_limit`: the limit up to rounding.)
+        const double room = m.fit_limit[ru] - m.parameters[ru];
         if (m.limit[ru] >= 1e299 || room <= 0) continue;
         double held = 0;
         for (int s : m.rank_stages[ru]) {

@@ -343,6 +343,11 @@ struct beam_plan {
 /// the schedule is unknown or does not apply.
 [[nodiscard]] inline order tune_candidate_order(const tune_problem& p, std::string_view name) {
     const schedule_entry& e = builtin_schedules().at(name);
+    // (A schedule of another placement is not one tune tries: its order would place the
+    // stages elsewhere.)
+    PPSCHED_EXPECTS(e.placement == p.placement, "ppsched::tune_candidate_order: ", name,
+                    " places stages as '", to_string_view(e.placement), "', the problem as '",
+                    to_string_view(p.placement), "': tune does not try it");
     return e.generate(p.cfg(), detail::tune::candidate_params(e, p));
 }
 
@@ -358,6 +363,9 @@ struct beam_plan {
     using namespace detail::tune;
     using clock = std::chrono::steady_clock;
     const auto started = clock::now();
+    PPSCHED_EXPECTS(options.time_limit >= 0, // (false for NaN)
+                    "ppsched::tune: time_limit must be a non-negative number of seconds (got ",
+                    options.time_limit, ")");
     const model m = make_model(problem);
     // The bounds (and the exact phase and the rank relaxation, which prove bounds) work on `bm`:
     // `m` itself unless a built-in's B can be cheaper than the split model's I + W, or its
@@ -767,18 +775,24 @@ struct beam_plan {
     auto clamp_rounding = [&](double& b) {
         if (b > result.makespan && b <= result.makespan * (1 + 1e-9)) b = result.makespan;
     };
+    // The bound and every part of it (each is a bound on its own). Where the makespan is
+    // the bound up to rounding (`gap_of` 0: proven optimal), the bound is reported as the
+    // makespan: the bounds' room includes the memory limit's rounding allowance
+    // (`model::fit_limit`), which may leave them 1e-12 below an optimum they prove.
+    auto clamp_bounds = [&] {
+        for (double* b :
+             {&result.bound.value, &result.bound.search, &result.bound.one_machine,
+              &result.bound.memory, &result.bound.memory_ramp, &result.bound.rank_relaxation})
+            clamp_rounding(*b);
+        if (gap_of(result.makespan, result.bound.value) == 0) result.bound.value = result.makespan;
+    };
     if (proven) {
         // No order is faster than the best found (up to 1e-12 relative: the search's margin).
         result.bound.search = result.makespan;
         result.bound.exact_complete = true;
     }
     result.bound.value = proven_bound();
-    clamp_rounding(result.bound.search);
-    clamp_rounding(result.bound.value);
-    clamp_rounding(result.bound.one_machine);
-    clamp_rounding(result.bound.memory);
-    clamp_rounding(result.bound.memory_ramp);
-    clamp_rounding(result.bound.rank_relaxation);
+    clamp_bounds();
     result.evaluations = ev.count();
     result.elapsed = std::chrono::duration<double>(clock::now() - started).count();
     result.time_to_best = std::min(spend.best_at, result.elapsed);
@@ -814,9 +828,12 @@ struct beam_plan {
                 // A pass's own bound holds for its kind of order only: report the real one,
                 // and the time and evaluations of every search so far.
                 fo.progress = [&, before = result](const tune_progress& pr) {
-                    options.progress({before.elapsed + pr.elapsed,
-                                      before.evaluations + pr.evaluations,
-                                      std::min(before.makespan, pr.best), before.bound.value});
+                    options.progress(
+                        {before.elapsed + pr.elapsed, before.evaluations + pr.evaluations,
+                         // (The pass's best is 0 while its start points are
+                         // timed: not better.)
+                         pr.best > 0 ? std::min(before.makespan, pr.best) : before.makespan,
+                         before.bound.value});
                 };
             }
             const std::vector<char>& as_b = passes[i];
@@ -856,7 +873,7 @@ struct beam_plan {
                     result.start = fr.start + (as_b.empty() ? " (fused)" : " (mixed)");
                     result.start_makespan = fr.start_makespan;
                     result.time_to_best = result.elapsed + fr.time_to_best;
-                    clamp_rounding(result.bound.value);
+                    clamp_bounds();
                 }
             }
             result.elapsed = std::chrono::duration<double>(clock::now() - started).count();

@@ -734,7 +734,7 @@ class exact_search {
     }
 
     [[nodiscard]] bool scheduled(std::size_t q, std::size_t j) const { return cnt_[q] > j; }
-    [[nodiscard]] double room(std::size_t r) const { return m_.limit[r] - m_.parameters[r]; }
+    [[nodiscard]] double room(std::size_t r) const { return m_.fit_limit[r] - m_.parameters[r]; }
 
     /// A lower bound on the makespan of every completion of the current node.
     [[nodiscard]] double bound() { return bound({}, npos_); }

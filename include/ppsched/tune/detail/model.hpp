@@ -46,7 +46,9 @@ struct model {
     std::vector<double> parameters;            ///< per rank
     std::vector<double> limit;                 ///< per rank: peak memory allowed (or huge)
     /// Per rank: what an order may hold, `limit` up to rounding (memory_limit.hpp). The search
-    /// admits orders by it; the bounds read `limit` (their own tolerances cover the rounding).
+    /// admits orders by it, and the bounds' room is `fit_limit` less the parameters: the
+    /// rounding allowance is of the whole limit, so where parameters take part of it, it is a
+    /// larger share of the room than the bounds' own tolerances.
     std::vector<double> fit_limit;
 
     [[nodiscard]] int kinds() const noexcept { return split ? 3 : 2; }
@@ -111,11 +113,12 @@ struct model {
     PPSCHED_EXPECTS(p.placement != stage_placement::dual,
                     "ppsched::tune: the dual placement (two pipelines) is not searched; use "
                     "loop or v");
-    const long long nodes = 4LL * p.ranks * p.stages_per_rank * p.microbatches;
-    PPSCHED_EXPECTS(nodes <= (1LL << 28),
-                    "ppsched::tune: ranks * stages_per_rank * "
-                    "microbatches must be <= 2^26 (got ",
-                    nodes / 4, ")");
+    // (In floating point: the product of three ints may overflow 64 bits.)
+    const double slots = static_cast<double>(p.ranks) * p.stages_per_rank * p.microbatches;
+    PPSCHED_EXPECTS(slots <= static_cast<double>(1LL << 26),
+                    "ppsched::tune: ranks * stages_per_rank * microbatches must be <= 2^26 "
+                    "(got ",
+                    p.ranks, " * ", p.stages_per_rank, " * ", p.microbatches, ")");
     const config cfg = p.cfg();
     check(cfg);
     p.costs.check();
