@@ -484,7 +484,9 @@ inline std::string short_number(double v) { return ppsched::detail::text::genera
                 const double bound = lower_bound(p).value;
                 if (bound >= result.schedule.makespan * (1 - 1e-12)) continue;
                 tune_options to;
-                to.time_limit = std::min(left(), options.time_limit / 10);
+                // (What is left may have run out since the loop's check: tune refuses a
+                // negative limit.)
+                to.time_limit = std::max(0.0, std::min(left(), options.time_limit / 10));
                 to.max_evaluations = options.max_evaluations;
                 to.seed = options.seed;
                 tune_result r = tune(p, to);
