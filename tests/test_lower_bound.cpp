@@ -273,34 +273,17 @@ TEST_CASE("lower_bound: Jackson's pre-emptive bound over queues, by hand and aga
     using ppsched::detail::tune::one_machine_bound;
     // Two queues: A (2 actions of 2, released at 0 and 1, tail 5) and B (1 of 1 at 0, tail
     // 10). B first (ends 1: 11), then A's (ends 3 and 5: 8, 10): 11.
-    job_queue a;
-    a.duration = 2;
-    a.count = 2;
-    a.release_step = 1;
-    a.tail = 5;
-    job_queue b;
-    b.duration = 1;
-    b.count = 1;
-    b.tail = 10;
+    const job_queue a{.duration = 2, .count = 2, .release_step = 1, .tail = 5};
+    const job_queue b{.duration = 1, .count = 1, .tail = 10};
     CHECK(one_machine_bound({a, b}) == 11);
     // Pre-emption: C (4, at 0, tail 0) is interrupted at 1 by D (1, tail 10): D ends at 2
     // (12), C at 5. Run whole, C then D would give 15.
-    job_queue c;
-    c.duration = 4;
-    c.count = 1;
-    job_queue d;
-    d.duration = 1;
-    d.count = 1;
-    d.release = 1;
-    d.tail = 10;
+    const job_queue c{.duration = 4, .count = 1};
+    const job_queue d{.duration = 1, .count = 1, .release = 1, .tail = 10};
     CHECK(one_machine_bound({c, d}) == 12);
     // Falling tails: 3 actions of 1 from 0, tails max(0, 2 + (2 - j) x 1) = 4, 3, 2: each ends
     // with 5.
-    job_queue e;
-    e.duration = 1;
-    e.count = 3;
-    e.tail_last = 2;
-    e.tail_step = 1;
+    const job_queue e{.duration = 1, .count = 3, .tail_last = 2, .tail_step = 1};
     CHECK(one_machine_bound({e}) == 5);
     CHECK(one_machine_bound({}) == 0);
     CHECK(one_machine_bound({job_queue{}}) == 0); // an empty queue

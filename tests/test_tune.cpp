@@ -458,6 +458,19 @@ TEST_CASE("tune: on tiny problems it finds the optimum that trying every order f
 
 namespace {
 
+/// 4 ranks x 2 stages (V), 4 microbatches (96 actions), uniform costs, a memory limit of 3
+/// activations per rank: its wider beam (4096) is planned before the exact phase, which proves
+/// the answer optimal.
+tune_problem uniform_v_four_microbatches_room_for_three() {
+    tune_problem p;
+    p.ranks = 4;
+    p.microbatches = 4;
+    p.placement = stage_placement::v;
+    p.stages_per_rank = 2;
+    p.memory_limit = 3;
+    return p;
+}
+
 /// 4 ranks x 2 stages (V), 8 microbatches, first stage +30 %, last +60 %, room for three
 /// activations per rank.
 tune_problem skew_v_three_activations() {
@@ -725,12 +738,7 @@ TEST_CASE("tune: a beam on a thread of its own finds what it finds on the caller
     // Through tune: where the wider beams are planned before the exact phase (here 4096 on 96
     // actions), one runs beside it on 2 threads, and is cancelled when that phase proves its
     // answer optimal: the same result as on one thread, where it never starts.
-    tune_problem p;
-    p.ranks = 4;
-    p.microbatches = 4;
-    p.placement = stage_placement::v;
-    p.stages_per_rank = 2;
-    p.memory_limit = 3;
+    const tune_problem p = uniform_v_four_microbatches_room_for_three();
     tune_options o;
     o.time_limit = 60;
     const tune_result one = ppsched::tune(p, o);
@@ -754,12 +762,7 @@ TEST_CASE("tune: where the exact phase's budget is short, the late beams run bef
     // (it proves the answer optimal): with a budget of 100 n nodes the beam is planned beside
     // it and cancelled; with one node less it runs first, and its nodes are counted. The same
     // answer either way, and on 1 and 2 threads.
-    tune_problem p;
-    p.ranks = 4;
-    p.microbatches = 4;
-    p.placement = stage_placement::v;
-    p.stages_per_rank = 2;
-    p.memory_limit = 3;
+    const tune_problem p = uniform_v_four_microbatches_room_for_three();
     tune_options o;
     o.time_limit = 60;
     o.exact_nodes = 9600;

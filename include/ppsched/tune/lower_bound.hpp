@@ -72,28 +72,34 @@ struct job_queue {
     }
 };
 
+/// One queue of a one-machine relaxation as `jackson_over_queues` runs it: the caller's queue
+/// `q`, its actions `first` to `count` - 1 (each `duration` long).
+struct jackson_run {
+    std::size_t q = 0;
+    std::size_t first = 0; ///< its first unfinished action
+    std::size_t next = 0;  ///< its first unreleased one (start it at `first`)
+    std::size_t count = 0; ///< one past its last action
+    double duration = 0;
+    double left = 0; ///< the time its first unfinished action still needs (start: `duration`)
+    double front = -std::numeric_limits<double>::infinity(); ///< that action's tail if released
+};
+
 /// The optimal pre-emptive makespan (max of completion + tail) of one machine running the
-/// actions of `queues`: Jackson's pre-emptive schedule (always the released action with the
-/// longest tail). Within a queue, the released and unfinished actions are a run whose first
-/// has the longest tail, so the schedule merges the queues instead of sorting the actions
-/// and keeping a heap: O(n K) for n actions in K queues, reading each queue in order (on 4
-/// ranks x 10^6 microbatches, a heap's cache misses made this bound most of `tune`'s time).
-[[nodiscard]] inline double one_machine_bound(const std::vector<job_queue>& queues) {
+/// actions of `runs`: Jackson's pre-emptive schedule (always the released action with the
+/// longest tail; at a tie, the most time left, as a heap of (tail, left) pairs would).
+/// `release_of(q, j)` and `tail_of(q, j)` give action j of queue q. Within a queue, releases
+/// must never fall and tails never rise with j: then the released and unfinished actions of a
+/// queue are a run whose first has the longest tail, so the schedule merges the queues
+/// instead of sorting the actions and keeping a heap. O(n K) for n actions in K queues,
+/// reading each queue in order. An infinite release gives an infinite bound (the action can
+/// never start). Used by `lower_bound` and by the exact phase at each node.
+template <class ReleaseOf, class TailOf>
+[[nodiscard]] double jackson_over_queues(std::vector<jackson_run>& runs, ReleaseOf release_of,
+                                         TailOf tail_of) {
     constexpr double never = std::numeric_limits<double>::infinity();
-    struct run {
-        const job_queue* q;
-        std::size_t first, next; // its first unfinished action, its first unreleased one
-        double left;             // the time its first unfinished action still needs
-        double front;            // that action's tail while it is released, else -inf
-    };
-    std::vector<run> runs;
-    double t = never;
-    for (const job_queue& q : queues) {
-        if (q.count == 0) continue;
-        runs.push_back({&q, 0, 0, q.duration, -never});
-        t = std::min(t, q.release_of(0));
-    }
-    double best = 0;
+    double t = never, best = 0;
+    for (const jackson_run& x : runs)
+        if (x.next < x.count) t = std::min(t, release_of(x.q, x.next));
     // Releases happen only when the clock reaches the next arrival: only then are the queues
     // scanned for them (and the next arrival found again).
     double arrival = never;
@@ -101,38 +107,58 @@ struct job_queue {
     auto release = [&] {
         arrival = never;
         pending = false;
-        for (run& x : runs) {
-            while (x.next < x.q->count && x.q->release_of(x.next) <= t) ++x.next;
-            if (x.first < x.next) x.front = x.q->tail_of(x.first);
-            if (x.next < x.q->count) {
+        for (jackson_run& x : runs) {
+            while (x.next < x.count && release_of(x.q, x.next) <= t) ++x.next;
+            if (x.first < x.next) x.front = tail_of(x.q, x.first);
+            if (x.next < x.count) {
                 pending = true;
-                arrival = std::min(arrival, x.q->release_of(x.next));
+                arrival = std::min(arrival, release_of(x.q, x.next));
             }
         }
     };
     release();
     for (;;) {
         if (t >= arrival) release();
-        run* pick = nullptr;
-        for (run& x : runs)
-            if (x.front > -never && (pick == nullptr || x.front > pick->front)) pick = &x;
-        if (pick == nullptr) {
-            if (!pending || arrival == never) break; // all done (or nothing more can start)
-            t = arrival;
+        double best_tail = -never, best_left = never;
+        std::size_t pick = runs.size();
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            const jackson_run& x = runs[i];
+            if (x.front > best_tail || (x.front == best_tail && x.left > best_left)) {
+                best_tail = x.front;
+                best_left = x.left;
+                pick = i;
+            }
+        }
+        if (pick == runs.size()) {
+            if (!pending) break;          // all done
+            if (t == never) return never; // (a release that is not a number: never released)
+            t = arrival;                  // (an infinite release: run at infinity)
             continue;
         }
-        const double step = arrival < never ? std::min(pick->left, arrival - t) : pick->left;
+        jackson_run& x = runs[pick];
+        const double step = arrival < never ? std::min(x.left, arrival - t) : x.left;
         t += step;
-        if (step >= pick->left) {
-            best = std::max(best, t + pick->front);
-            ++pick->first;
-            pick->left = pick->q->duration;
-            pick->front = pick->first < pick->next ? pick->q->tail_of(pick->first) : -never;
+        if (step >= x.left) {
+            best = std::max(best, t + best_tail);
+            ++x.first;
+            x.left = x.duration;
+            x.front = x.first < x.next ? tail_of(x.q, x.first) : -never;
         } else {
-            pick->left -= step;
+            x.left -= step;
         }
     }
     return best;
+}
+
+/// Jackson's pre-emptive bound of the actions of `queues` (`jackson_over_queues`).
+[[nodiscard]] inline double one_machine_bound(const std::vector<job_queue>& queues) {
+    std::vector<jackson_run> runs;
+    for (std::size_t i = 0; i < queues.size(); ++i)
+        if (queues[i].count > 0)
+            runs.push_back({i, 0, 0, queues[i].count, queues[i].duration, queues[i].duration});
+    return jackson_over_queues(
+        runs, [&](std::size_t q, std::size_t j) { return queues[q].release_of(j); },
+        [&](std::size_t q, std::size_t j) { return queues[q].tail_of(j); });
 }
 
 /// One action of a rank for the memory ramp: its head, duration, the activation it takes (a

@@ -564,16 +564,11 @@ class exact_search {
     std::vector<double> dur_, mem_; // duration; memory change (+ forward, - frees)
     std::vector<std::vector<dep>> deps_;
     std::vector<std::vector<std::size_t>> succ_;
-    std::vector<std::size_t> topo_; // queues in dependency order
-    std::vector<double> hold_;      // per forward queue: least time its activation is held
-    std::vector<double> tail_;      // per action (queue * mb + j)
-    bool limited_ = false;          // some rank has a memory limit
-    struct jackson_queue {
-        std::size_t q, first, next;
-        double left;
-        double front; // the tail of `first` while it is released and unfinished, else -inf
-    };
-    std::vector<jackson_queue> jackson_; // one_machine's scratch
+    std::vector<std::size_t> topo_;    // queues in dependency order
+    std::vector<double> hold_;         // per forward queue: least time its activation is held
+    std::vector<double> tail_;         // per action (queue * mb + j)
+    bool limited_ = false;             // some rank has a memory limit
+    std::vector<jackson_run> jackson_; // one_machine's scratch
     // `bound`'s scratch: the parent's heads, the ranks whose parts it reuses, the parts.
     const std::vector<double>* parent_head_ = nullptr;
     std::vector<double> rank_parts_;
@@ -866,73 +861,19 @@ class exact_search {
     /// tails): the optimum of that one-machine relaxation. Within a queue, heads never fall and
     /// tails never rise with the microbatch (`heads_bound`, `build`), so the released and
     /// unfinished actions of a queue are a run whose first has the largest tail: the schedule
-    /// merges the rank's K queues instead of sorting and keeping a heap. O(n K), K the rank's
-    /// queues (at most 3 per stage).
+    /// merges the rank's K queues (`jackson_over_queues`). O(n K), K the rank's queues (at
+    /// most 3 per stage).
     [[nodiscard]] double one_machine(std::size_t r) {
-        double lb = 0;
-        constexpr double never = std::numeric_limits<double>::infinity();
-        // Per queue of the rank: its first unfinished action, its first unreleased one,
-        // and the time its first still needs.
         auto& qs = jackson_;
         qs.clear();
         for (int s : m_.rank_stages[r])
             for (int k = 0; k < m_.kinds(); ++k) {
                 const std::size_t q = queue(k, s);
-                if (cnt_[q] < mb_) qs.push_back({q, cnt_[q], cnt_[q], dur_[q], -never});
+                if (cnt_[q] < mb_) qs.push_back({q, cnt_[q], cnt_[q], mb_, dur_[q], dur_[q]});
             }
-        if (qs.empty()) return 0;
-        double t = never;
-        for (const auto& x : qs) t = std::min(t, head_[x.q * mb_ + x.next]);
-        // Releases only happen when the clock reaches the next arrival: only then are the
-        // queues scanned for them (and the next arrival found again).
-        double arrival = never;
-        bool pending = false;
-        auto release = [&] {
-            arrival = never;
-            pending = false;
-            for (auto& x : qs) {
-                while (x.next < mb_ && head_[x.q * mb_ + x.next] <= t) ++x.next;
-                if (x.first < x.next) x.front = tail_[x.q * mb_ + x.first];
-                if (x.next < mb_) {
-                    pending = true;
-                    arrival = std::min(arrival, head_[x.q * mb_ + x.next]);
-                }
-            }
-        };
-        release();
-        for (;;) {
-            if (t >= arrival) release();
-            // The largest tail ready; at a tie the most time left (the order of a heap of
-            // (tail, left) pairs: the same sums, so the same bound to the last bit).
-            // (A queue with nothing released and unfinished has front -inf: never picked.)
-            double best_tail = -never, best_left = never;
-            std::size_t pick = qs.size();
-            for (std::size_t i = 0; i < qs.size(); ++i) {
-                const auto& x = qs[i];
-                if (x.front > best_tail || (x.front == best_tail && x.left > best_left)) {
-                    best_tail = x.front;
-                    best_left = x.left;
-                    pick = i;
-                }
-            }
-            if (pick == qs.size()) {
-                if (!pending) break; // all done
-                t = arrival;         // (an infinite head: the memory never lets it run)
-                continue;
-            }
-            auto& x = qs[pick];
-            const double run = arrival < never ? std::min(x.left, arrival - t) : x.left;
-            t += run;
-            if (run >= x.left) {
-                lb = std::max(lb, t + best_tail);
-                ++x.first;
-                x.left = dur_[x.q];
-                x.front = x.first < x.next ? tail_[x.q * mb_ + x.first] : -never;
-            } else {
-                x.left -= run;
-            }
-        }
-        return lb;
+        return jackson_over_queues(
+            qs, [&](std::size_t q, std::size_t j) { return head_[q * mb_ + j]; },
+            [&](std::size_t q, std::size_t j) { return tail_[q * mb_ + j]; });
     }
 
     /// Memory x time: from its free time on, rank r holds each taken activation until the
