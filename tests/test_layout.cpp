@@ -165,3 +165,25 @@ TEST_CASE("a layout is matched against a model's layers", "[layout]") {
           "[[\"tok_embeddings\", \"layers.0\"],\n [\"layers.1\", \"layers.2\"],\n [\"mtp.0\", "
           "\"norm\", \"output\"]]");
 }
+
+TEST_CASE("Megatron's layout checks: embedding first, loss last, MTP after the decoders",
+          "[layout]") {
+    using ppsched::megatron_layout_refusal;
+    auto refusal = [](const char* text, int ranks) {
+        return megatron_layout_refusal(parse_megatron_layout(text), ranks);
+    };
+    // The layout Megatron's docs give for DeepSeek-V3 on PP16 x VPP2, and plain ones.
+    CHECK(refusal("Et*3|(tt|)*29,m|L", 16).empty());
+    CHECK(refusal("Ett|tt|tt|ttL", 4).empty());
+    // 2 ranks x 2 stages, stage s on rank s % 2: stage 2 is rank 0's last.
+    CHECK(refusal("Et|t|m|L", 2).empty());
+    // What its validate_layer_layout asserts.
+    CHECK(refusal("tt|tt|tt|tt", 4) == "its first layer must be the embedding");
+    CHECK(refusal("Ett|tt|tt|tt", 4) == "its last layer must be the loss");
+    CHECK(refusal("Ett|EtL", 2) == "it takes exactly one embedding layer");
+    CHECK(refusal("Et|LtL", 2) == "it takes exactly one loss layer");
+    CHECK(refusal("Em|ttL", 2) == "every decoder layer must come before the MTP layers");
+    CHECK(refusal("Etm|m|L|", 2) == "all MTP layers must be on one stage");
+    // Stage 1 is rank 1's first of two stages.
+    CHECK(refusal("Et|m|L|", 2) == "the MTP layers must be on the last stage of their rank");
+}

@@ -219,3 +219,31 @@ TEST_CASE("with several stages per rank, plan finds splits that fit by each rank
         if (placement == ppsched::stage_placement::loop) CHECK(busiest(split) <= m.memory_capacity);
     }
 }
+
+TEST_CASE("plan tries V placements of more than 2 stages per rank only when asked", "[plan]") {
+    // PyTorch's and torchtitan's V schedules place exactly 2 stages per rank: a plan of 4 in a
+    // V would be one no such runtime can run.
+    const model_description m = example("deepseek_v3.json");
+    plan_options opts;
+    opts.max_stages_per_rank = 4;
+    opts.time_limit = 2;
+    opts.max_evaluations = 100;
+    auto v_counts = [](const plan_result& r) {
+        std::vector<int> out;
+        for (const ppsched::plan_candidate& c : r.candidates)
+            if (c.placement == ppsched::stage_placement::v) out.push_back(c.stages_per_rank);
+        return out;
+    };
+    const plan_result plain = plan(m, 4, 4, opts);
+    check_plan(m, plain, 4);
+    const std::vector<int> plain_v = v_counts(plain);
+    CHECK_FALSE(plain_v.empty());
+    CHECK(std::all_of(plain_v.begin(), plain_v.end(), [](int v) { return v == 2; }));
+    CHECK((plain.placement == ppsched::stage_placement::loop || plain.stages_per_rank == 2));
+    opts.any_v = true;
+    const plan_result any = plan(m, 4, 4, opts);
+    check_plan(m, any, 4);
+    const std::vector<int> any_v = v_counts(any);
+    CHECK(std::count(any_v.begin(), any_v.end(), 3) > 0);
+    CHECK(std::count(any_v.begin(), any_v.end(), 4) > 0);
+}

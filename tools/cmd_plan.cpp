@@ -24,7 +24,7 @@ namespace ppsched::cli {
 
 namespace {
 
-constexpr std::array<option, 8> plan_option_list{{
+constexpr std::array<option, 9> plan_option_list{{
     {"--ranks", "P", "pipeline ranks (required)"},
     {"--microbatches", "M", "microbatches per step (required)"},
     {"--max-stages-per-rank", "V", "try 1..V stages per rank (1 to 16, default 4)"},
@@ -33,6 +33,9 @@ constexpr std::array<option, 8> plan_option_list{{
      "built-in schedules are still timed, for the baseline"},
     {"--max-evaluations", "N", "per split: stop the search after N simulated orders"},
     {"--fused", "", "the runtime cannot split backward into I and W (B only)"},
+    {"--any-v", "",
+     "also try V placements of 3 or more stages per rank (by default V takes exactly 2, as "
+     "PyTorch's and torchtitan's V schedules place them; more needs a runtime of your own)"},
     {"--output", "FILE", "write the chosen order as PyTorch's CSV to FILE"},
     {"--format", "FORMAT", "text (default) or json"},
 }};
@@ -51,7 +54,8 @@ constexpr command_help plan_help{
         "MODEL.json: layers with F, I, W (or B) in ms, activation and parameters in GB, send\n"
         "in MB; memory_capacity GB, p2p_latency ms, p2p_bandwidth GB/s (docs/planning.md).\n"
         "JSON output: {makespan, lower_bound, gap, stages_per_rank, placement, split_rule,\n"
-        "start, layout, stage_layers, modules, peak_memory, default: {layout,\n"
+        "start, layout, megatron_refuses (why Megatron would refuse the layout, or null),\n"
+        "stage_layers, modules, peak_memory, default: {layout,\n"
         "stages_per_rank, placement, schedule, makespan} | null (no built-in schedule was\n"
         "timed on a default split that fits), speedup | null}. start is where the chosen\n"
         "order's search began (a built-in schedule, greedy, beam...). Exit status 2 when no\n"
@@ -87,6 +91,7 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
     opts.max_evaluations =
         static_cast<std::uint64_t>(a.integer("--max-evaluations", 1, 1LL << 40, 0));
     opts.fused_backward = a.has("--fused");
+    opts.any_v = a.has("--any-v");
     const std::string format = a.value("--format").value_or("text");
     if (format != "text" && format != "json")
         throw usage_error("--format must be text or json, got '" + format + "'");
@@ -98,6 +103,9 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
     const plan_result r = plan(model, ranks, microbatches, opts);
 
     const std::string layout = write_megatron_layout(layout_of(model, r.stage_layers));
+    // Megatron checks a layout's layers (embedding first, loss last, MTP after the decoders):
+    // a model without them still plans, but its layout is then not one for Megatron's flag.
+    const std::string refusal = megatron_layout_refusal(layout_of(model, r.stage_layers), ranks);
     const std::string modules = write_module_lists(module_lists(model, r.stage_layers));
     const std::string default_layout =
         r.default_schedule.empty()
@@ -122,7 +130,8 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
                         ", \"placement\": " + json_string(placement) +
                         ", \"split_rule\": " + json_string(r.rule) +
                         ", \"start\": " + json_string(r.schedule.start) +
-                        ",\n \"layout\": " + json_string(layout) +
+                        ",\n \"layout\": " + json_string(layout) + ", \"megatron_refuses\": " +
+                        (refusal.empty() ? std::string("null") : json_string(refusal)) +
                         ",\n \"stage_layers\": " + json_int_array(r.stage_layers) +
                         ",\n \"modules\": " + modules + ",\n \"peak_memory\": [";
         for (std::size_t i = 0; i < r.schedule.peak_memory.size(); ++i)
@@ -162,12 +171,23 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
          ")\n";
     s += "  peak memory    " + format_number(peak) + " GB per rank (capacity " +
          format_number(model.memory_capacity) + ")\n";
-    s += "  megatron       --pipeline-model-parallel-layout \"" + layout + "\"\n";
+    if (refusal.empty())
+        s += "  megatron       --pipeline-model-parallel-layout \"" + layout + "\"\n";
+    else
+        s += "  layout         \"" + layout + "\" (Megatron refuses it: " + refusal + ")\n";
     s += "  layers/stage   " + json_int_array(r.stage_layers) + "\n";
     if (r.placement == stage_placement::v)
-        s += "                 (stages in model order; V placement: rank r holds stages r and\n"
-             "                 2P-1-r, ..., as torchtitan's V schedules place them; Megatron's\n"
-             "                 layout places stage s on rank s % P)\n";
+        s +=
+            r.stages_per_rank == 2
+                ? "                 (stages in model order; V placement: rank r holds stages r "
+                  "and\n"
+                  "                 2P-1-r, as PyTorch's and torchtitan's V schedules place them;\n"
+                  "                 Megatron has no V placement: its layout places stage s on\n"
+                  "                 rank s % P, another schedule)\n"
+                : "                 (stages in model order; V placement: rank r holds stages r,\n"
+                  "                 2P-1-r, 2P+r, ... (--any-v): PyTorch's and torchtitan's V\n"
+                  "                 schedules take exactly 2 stages per rank and Megatron has no\n"
+                  "                 V placement; only a runtime of your own runs this plan)\n";
     s += "  torchtitan     module_fqns_per_model_part =\n" + modules + "\n\n";
     if (r.default_schedule.empty()) {
         s += "default split: no built-in schedule to compare with (none applies, fits its "
@@ -177,7 +197,10 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
              " per rank, placement " + std::string(to_string_view(r.default_placement)) +
              ", best built-in " + r.default_schedule + "\n";
         s += "  step time      " + format_number(r.default_makespan) + " ms\n";
-        s += "  megatron       \"" + default_layout + "\"\n";
+        s += (megatron_layout_refusal(layout_of(model, r.default_stage_layers), ranks).empty()
+                  ? "  megatron       \""
+                  : "  layout         \"") +
+             default_layout + "\"\n";
         s += std::isfinite(speedup)
                  ? "  speedup        " + format_number(speedup) + "x\n"
                  : std::string("  speedup        none: the step time is 0 (every cost is 0)\n");

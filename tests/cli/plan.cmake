@@ -99,3 +99,22 @@ ppsched_cli_test(compare_layout_stages_disagree 2 STDERR_HAS "disagrees with the
 ppsched_cli_test(compare_layout_max_stages_below 2 STDERR_HAS "is below the 2 stages per rank of --layout"
                  ARGS compare --ranks 1 --microbatches 4 --model ${tiny} --layout "Et*4|t*4L"
                       --max-stages-per-rank 1)
+# V placements of more than 2 stages per rank (which PyTorch's and torchtitan's V schedules do
+# not place) only with --any-v; the text then says no such runtime runs the plan.
+ppsched_cli_test(plan_help_any_v 0 STDOUT_HAS "--any-v" ARGS plan --help)
+ppsched_cli_test(plan_any_v_note 0 STDOUT_HAS "only a runtime of your own runs this plan"
+                 ARGS plan ${PROJECT_SOURCE_DIR}/examples/models/deepseek_v3.json --ranks 8
+                      --microbatches 16 --any-v ${plan_fast})
+ppsched_cli_test(plan_v_two_by_default 0 STDOUT_HAS "\"stages_per_rank\": 2, \"placement\": \"v\""
+                 ARGS plan ${PROJECT_SOURCE_DIR}/examples/models/deepseek_v3.json --ranks 8
+                      --microbatches 16 --format json ${plan_fast})
+# A model without an embedding or a loss plans, but its layout is not one Megatron accepts.
+ppsched_cli_test(plan_megatron_refuses 0
+                 STDOUT_HAS "(Megatron refuses it: its first layer must be the embedding)"
+                 ARGS plan ${data}/model_decoders_only.json --ranks 2 --microbatches 4 ${plan_fast})
+ppsched_cli_test(plan_megatron_refuses_json 0
+                 STDOUT_HAS "\"megatron_refuses\": \"its first layer must be the embedding\""
+                 ARGS plan ${data}/model_decoders_only.json --ranks 2 --microbatches 4
+                      --format json ${plan_fast})
+ppsched_cli_test(plan_megatron_accepts_json 0 STDOUT_HAS "\"megatron_refuses\": null"
+                 ARGS plan ${tiny} --ranks 2 --microbatches 4 --format json ${plan_fast})

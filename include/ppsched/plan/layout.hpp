@@ -6,6 +6,7 @@
 /// readability), and torchtitan's per-stage module lists (`module_fqns_per_model_part`).
 /// A layout lists stages in model order; Megatron places stage `s` on rank `s % p`.
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <span>
@@ -183,6 +184,35 @@ inline std::string write_stage(const std::vector<layer_kind>& stage) {
         if (++i < n) out += '|';
     }
     return out;
+}
+
+/// Why Megatron-LM would refuse `stages` as `--pipeline-model-parallel-layout` on `ranks`
+/// pipeline ranks (its `validate_layer_layout`), or "" when it accepts them: the layers
+/// must begin with the one embedding and end with the one loss, every decoder must come
+/// before the MTP layers, which must all be on one stage, the last of its rank (Megatron
+/// places stage s on rank s % ranks). Linear in the layers.
+[[nodiscard]] inline std::string megatron_layout_refusal(const stage_layout& stages, int ranks) {
+    std::vector<layer_kind> flat;
+    std::size_t mtp_stage = stages.size(), mtp_stages = 0;
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+        flat.insert(flat.end(), stages[s].begin(), stages[s].end());
+        if (std::find(stages[s].begin(), stages[s].end(), layer_kind::mtp) != stages[s].end()) {
+            if (mtp_stages++ == 0) mtp_stage = s;
+        }
+    }
+    const auto count = [&](layer_kind k) { return std::count(flat.begin(), flat.end(), k); };
+    if (flat.empty() || flat.front() != layer_kind::embedding)
+        return "its first layer must be the embedding";
+    if (flat.back() != layer_kind::loss) return "its last layer must be the loss";
+    if (count(layer_kind::embedding) != 1) return "it takes exactly one embedding layer";
+    if (count(layer_kind::loss) != 1) return "it takes exactly one loss layer";
+    const auto first_mtp = std::find(flat.begin(), flat.end(), layer_kind::mtp);
+    if (std::find(first_mtp, flat.end(), layer_kind::decoder) != flat.end())
+        return "every decoder layer must come before the MTP layers";
+    if (mtp_stages > 1) return "all MTP layers must be on one stage";
+    if (mtp_stages == 1 && ranks > 0 && mtp_stage + static_cast<std::size_t>(ranks) < stages.size())
+        return "the MTP layers must be on the last stage of their rank";
+    return {};
 }
 
 /// The stages of a split of `m`: `stage_layers[s]` consecutive layers on stage `s`.

@@ -6,8 +6,9 @@
 /// per-rank memory capacity.
 ///
 /// How it searches:
-/// 1. Candidate splits for every `v` in 1..max and placement (loop; also V when v >= 2): the
-///    default split (equal decoder layers per stage), and exact min-max contiguous partitions
+/// 1. Candidate splits for every `v` in 1..max and placement (loop; also V when v = 2, or
+///    v >= 2 with `any_v`): the default split (equal decoder layers per stage), and exact min-max
+///    contiguous partitions
 ///    (`min_max_partition`) under several weightings: compute time (F + B) balanced; balanced
 ///    with a memory rule (each stage's parameters plus the activations a 1F1B-like schedule
 ///    keeps in flight on it within its rank's share of the capacity); the first and last stage
@@ -63,6 +64,11 @@ struct plan_options {
     std::uint64_t seed = 1; ///< tune's seed
     /// Force a fused backward (B only) even when every layer gives I and W.
     bool fused_backward = false;
+    /// Also try V placements of 3 or more stages per rank (rank r holds stages r, 2P-1-r,
+    /// 2P+r, ...). Off by default: PyTorch's and torchtitan's V schedules (ZBVZeroBubble,
+    /// DualPipeV) place exactly 2 stages per rank, so only a runtime of the user's own runs
+    /// such a plan.
+    bool any_v = false;
 };
 
 /// One split `plan` considered.
@@ -314,7 +320,7 @@ inline std::string short_number(double v) { return ppsched::detail::text::genera
     std::vector<plan_candidate> cands;
     for (int v = 1; v <= options.max_stages_per_rank; ++v) {
         for (stage_placement placement : {stage_placement::loop, stage_placement::v}) {
-            if (placement == stage_placement::v && v < 2) continue;
+            if (placement == stage_placement::v && (v < 2 || (v > 2 && !options.any_v))) continue;
             const int stages = ranks * v;
             const config cfg{.ranks = ranks,
                              .stages_per_rank = v,
