@@ -13,6 +13,7 @@
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/algorithms/validate.hpp>
 #include <ppsched/io/html_report.hpp>
+#include <ppsched/memory_limit.hpp>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -29,7 +30,8 @@ constexpr std::array<option, 3> report_own_options{{
     {"--output", "FILE", "the HTML file to write (required; '-' writes it to stdout)"},
     {"--title", "TEXT", "the page title (default: the schedule and configuration)"},
     {"--memory-limit", "X",
-     "draw a limit line at activation memory X on the memory charts (the costs' units)"},
+     "peak memory a rank may hold (parameters + activations, as simulate checks it): drawn on "
+     "the activation charts less each rank's parameters; a rank over it is a problem (exit 1)"},
 }};
 
 // The drawing commands' source options but `--steps` (a report is always timed).
@@ -165,6 +167,13 @@ int cmd_report(std::span<const std::string> argv, output& out) {
                        format_number(100 * s.sim.bubble_fraction) + " %\n";
         else
             problems += "ppsched: report: " + title + ": " + describe_problem(s.sim) + "\n";
+        if (s.sim && opts.memory_limit)
+            for (const rank_summary& r : s.sim.ranks)
+                if (!fits_memory_limit(r.peak_memory, *opts.memory_limit))
+                    problems += "ppsched: report: " + title + ": rank " + std::to_string(r.rank) +
+                                " peaks at " + format_number(r.peak_memory) +
+                                " (parameters + activations), over --memory-limit " +
+                                format_number(*opts.memory_limit) + "\n";
         if (!v.valid())
             problems += "ppsched: report: " + title + ": " + std::to_string(v.total()) +
                         " validation problem" + (v.total() == 1 ? "" : "s") +

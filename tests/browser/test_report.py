@@ -248,7 +248,7 @@ def test_compare_4x8(d, tool, out, screenshot):
     names = ["Interleaved1F1B", "ZBVZeroBubble"]
     common = ["--ranks", "4", "--microbatches", "8"]
     page = os.path.join(out, "report_4x8.html")
-    run_tool(tool, ["report"] + names + common + ["--memory-limit", "8", "--output", page])
+    run_tool(tool, ["report"] + names + common + ["--memory-limit", "12", "--output", page])
     sims = [simulate_json(tool, [n] + common) for n in names]
     check(open_page(d, page), "%s: the page did not get ready" % label)
     check(not console_errors(d), "%s: console errors: %r" % (label, console_errors(d)))

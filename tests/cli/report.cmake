@@ -14,6 +14,14 @@ ppsched_cli_test(report_unknown_schedule 2 STDERR_HAS "unknown schedule 'Nope'"
                  ARGS report 1F1B Nope --ranks 4 --microbatches 8 --output x.html)
 ppsched_cli_test(report_steps_rejected 2 STDERR_HAS "unknown option '--steps'"
                  ARGS report 1F1B --ranks 4 --microbatches 8 --steps --output x.html)
+# --memory-limit counts parameters + activations, as simulate's: a rank over it is a problem.
+ppsched_cli_test(report_over_memory_limit 1
+                 STDERR_HAS "rank 0 peaks at 6 (parameters + activations), over --memory-limit 5"
+                 ARGS report 1F1B --ranks 4 --microbatches 8 --parameters 2 --memory-limit 5
+                      --output over_limit.html)
+ppsched_cli_test(report_within_memory_limit 0 STDOUT_HAS "report: within_limit.html"
+                 ARGS report 1F1B --ranks 4 --microbatches 8 --parameters 2 --memory-limit 6
+                      --output within_limit.html)
 ppsched_cli_test(report_bad_limit 2 STDERR_HAS "--memory-limit must be a number > 0"
                  ARGS report 1F1B --ranks 4 --microbatches 8 --memory-limit 0 --output x.html)
 ppsched_cli_test(report_stdout 0 STDOUT_HAS "<canvas id=\"chart\">"

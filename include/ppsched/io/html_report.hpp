@@ -61,7 +61,8 @@ struct report_schedule {
 /// How `write_html_report` writes.
 struct report_options {
     std::string title; ///< the page title; empty: made from the schedules
-    /// Activation memory a rank may hold; drawn as a line on the memory charts when given.
+    /// Peak memory a rank may hold, parameters + activations (as `rank_summary::peak_memory`):
+    /// drawn on the activation charts less each rank's parameters, when given.
     std::optional<double> memory_limit;
 };
 

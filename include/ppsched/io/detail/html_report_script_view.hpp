@@ -179,8 +179,19 @@ function drawLane(S, lane, l, y, h, labels, minW, bg, bx0, bx1) {
 
 function drawMemory(L) {
   const S = L.S, top = L.memTop, h = MEM_H;
+  // The limit counts parameters + activations (as simulate's --memory-limit); the chart shows
+  // activations, so each rank's line sits at the limit less its parameters (its peak memory
+  // less its peak activations). One line where they agree.
   const limit = DATA.memoryLimit;
-  const ymax = Math.max(S.memMax, limit || 0, 1e-12) * 1.08;
+  const lines = [];
+  if (limit !== null && limit !== undefined)
+    for (let r = 0; r < S.ranks; r++) {
+      const R = S.rankSummary[r];
+      const at = limit - Math.max(0, R ? R.peak_memory - R.peak_activations : 0);
+      if (!lines.some(l => Math.abs(l.at - at) <= 1e-9 * Math.max(1, Math.abs(limit))))
+        lines.push({ at: at, rank: r });
+    }
+  const ymax = Math.max(S.memMax, ...lines.map(l => l.at), 1e-12) * 1.08;
   const Y = v => top + h - v / ymax * h;
   ctx.fillStyle = '#fbfbfb';
   ctx.fillRect(LEFT, top, plotW, h);
@@ -224,15 +235,22 @@ function drawMemory(L) {
     ctx.lineTo(Math.min(X(S.rankSummary[r].end), LEFT + plotW + 1), cur);
     ctx.stroke();
   }
-  if (limit !== null && limit !== undefined) {
-    ctx.strokeStyle = '#c0392b'; ctx.lineWidth = 1.5; ctx.setLineDash([6, 4]);
-    ctx.beginPath(); ctx.moveTo(LEFT, Y(limit)); ctx.lineTo(LEFT + plotW, Y(limit)); ctx.stroke();
+  lines.forEach((l, i) => {
+    const y = Y(l.at);
+    // Several lines: each in its rank's colour, labels staggered so close lines stay legible.
+    const colour = lines.length > 1
+      ? 'hsl(' + (S.ranks > 1 ? 220 - 220 * l.rank / (S.ranks - 1) : 220) + ',65%,40%)'
+      : '#c0392b';
+    ctx.strokeStyle = colour; ctx.lineWidth = 1.5; ctx.setLineDash([6, 4]);
+    ctx.beginPath(); ctx.moveTo(LEFT, y); ctx.lineTo(LEFT + plotW, y); ctx.stroke();
     ctx.setLineDash([]);
-    ctx.fillStyle = '#c0392b'; ctx.textAlign = 'right';
+    ctx.fillStyle = colour; ctx.textAlign = 'right';
     // Above the line, or below it when the line runs along the top.
-    ctx.textBaseline = Y(limit) - top < 14 ? 'top' : 'bottom';
-    ctx.fillText('limit ' + fmt(limit), LEFT + plotW - 4, Y(limit) + (Y(limit) - top < 14 ? 2 : -2));
-  }
+    ctx.textBaseline = y - top < 14 ? 'top' : 'bottom';
+    const text = lines.length > 1 ? 'rank ' + l.rank + ': limit ' + fmt(limit) + ' less ' + fmt(limit - l.at)
+               : 'limit ' + fmt(limit) + (l.at !== limit ? ' less parameters ' + fmt(limit - l.at) : '');
+    ctx.fillText(text, LEFT + plotW - 4 - (i % 4) * 170, y + (y - top < 14 ? 2 : -2));
+  });
   ctx.restore();
   // The rank colours.
   ctx.textBaseline = 'middle'; ctx.textAlign = 'left';
