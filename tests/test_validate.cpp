@@ -1091,3 +1091,15 @@ TEST_CASE("a duplicate is blamed on the copy on the wrong rank", "[validate]") {
         CHECK(v.step == 5);
     }
 }
+
+TEST_CASE("order::push refuses a rank the order does not have", "[validate]") {
+    // A stage index given for a rank (4 stages on 2 ranks) is refused, not written past the rows.
+    const ppsched::config cfg{.ranks = 2, .stages_per_rank = 2, .microbatches = 1};
+    ppsched::order o(cfg);
+    CHECK_NOTHROW(o.push(1, ppsched::action::forward(1, 0)));
+    CHECK_THROWS_AS(o.push(2, ppsched::action::forward(2, 0)), ppsched::config_error);
+    CHECK_THROWS_WITH(o.push(-1, ppsched::action::forward(0, 0)),
+                      Catch::Contains("rank -1 is not one of the order's 2 ranks"));
+    CHECK_THROWS_AS(o.push_idle(2), ppsched::config_error);
+    CHECK(o.action_count() == 1);
+}

@@ -91,10 +91,17 @@ class order {
     [[nodiscard]] constexpr auto end() const noexcept { return rows_.end(); }
     [[nodiscard]] constexpr std::size_t size() const noexcept { return rows_.size(); }
 
-    /// Appends an action to a rank. Requires: 0 <= r < num_ranks() (not checked, as `rank`).
-    constexpr void push(int r, const action& a) { rank(r).push_back(a); }
-    /// Appends an idle slot to a rank.
-    constexpr void push_idle(int r) { rank(r).push_back(slot{}); }
+    /// Appends an action to a rank. Throws `config_error` unless 0 <= r < num_ranks() (a stage
+    /// given for a rank is an easy mistake with several stages per rank).
+    constexpr void push(int r, const action& a) {
+        check_rank(r);
+        rank(r).push_back(a);
+    }
+    /// Appends an idle slot to a rank (the same check).
+    constexpr void push_idle(int r) {
+        check_rank(r);
+        rank(r).push_back(slot{});
+    }
 
     /// Number of non-idle slots over all ranks.
     [[nodiscard]] constexpr std::size_t action_count() const noexcept {
@@ -132,6 +139,11 @@ class order {
     static constexpr std::size_t checked_ranks(int ranks) {
         PPSCHED_EXPECTS(ranks >= 0, "ppsched::order: negative rank count (", ranks, ")");
         return static_cast<std::size_t>(ranks);
+    }
+    constexpr void check_rank(int r) const {
+        PPSCHED_EXPECTS(r >= 0 && static_cast<std::size_t>(r) < rows_.size(),
+                        "ppsched::order::push: rank ", r, " is not one of the order's ",
+                        rows_.size(), " ranks");
     }
     config cfg_{};
     std::vector<rank_slots> rows_;
