@@ -6,6 +6,7 @@
 #include <ppsched/algorithms/lower.hpp>
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/algorithms/validate.hpp>
+#include <ppsched/io/csv.hpp>
 #include <ppsched/memory_limit.hpp>
 #include <ppsched/registry.hpp>
 #include <ppsched/tune/tune.hpp>
@@ -318,6 +319,33 @@ TEST_CASE("tune: a mixed order runs I and W where B is dearer, even from a built
     CHECK(cut.bound.value == 0);
     CHECK(std::isinf(cut.gap));
     CHECK(cut.stopped != ppsched::tune_stop::optimal);
+}
+
+TEST_CASE("tune: the mixed search tries B on the first stage alone", "[tune]") {
+    // 3 ranks x 2 stages, one microbatch, F = 1, I = W = 2, B = 3. An order by hand: B on stage
+    // 0 (its input gradient feeds no stage), I then W elsewhere. It is timed here by simulate;
+    // every other mix the search tried (all B, I + W, either half) was slower.
+    tune_problem p;
+    p.ranks = 3;
+    p.microbatches = 1;
+    p.stages_per_rank = 2;
+    p.costs.uniform.forward = 1;
+    p.costs.uniform.backward_input = 2;
+    p.costs.uniform.backward_weight = 2;
+    p.costs.uniform.full_backward = 3;
+    const ppsched::order by_hand = ppsched::io::read_csv("0F0,3F0,3I0,3W0,0B0\n"
+                                                         "1F0,4F0,4I0,4W0,1I0,1W0\n"
+                                                         "2F0,5F0,5I0,5W0,2I0,2W0\n",
+                                                         p.cfg());
+    REQUIRE(ppsched::validate(by_hand));
+    const ppsched::simulation hand = ppsched::simulate(by_hand, p.costs);
+    REQUIRE(hand);
+    const tune_result r = ppsched::tune(p, quick(5000));
+    check_result(p, r);
+    CHECK(r.makespan <= hand.makespan + 1e-12);
+    CHECK(r.bound.value <= r.makespan);
+    CHECK(r.start.find("(mixed)") != std::string::npos);
+    CHECK(r.start.find("I then W") == std::string::npos); // one suffix
 }
 
 TEST_CASE("tune: with B cheaper than I + W it also searches orders that run B", "[tune]") {
@@ -1292,6 +1320,17 @@ TEST_CASE("tune: impossible or malformed problems are clear errors", "[tune]") {
     p.memory_limit = 1.5; // each rank holds two stages: one microbatch needs 2
     CHECK_THROWS_WITH(ppsched::tune(p), Catch::Contains("below the least any order needs") &&
                                             Catch::Contains("rank 0 needs 2"));
+    {
+        // The rank that needs the most is named, not the first over the limit.
+        tune_problem q;
+        q.ranks = 2;
+        q.microbatches = 4;
+        q.costs.per_stage.resize(2);
+        q.costs.per_stage[0].activation = 1;
+        q.costs.per_stage[1].activation = 3;
+        q.memory_limit = 0.5;
+        CHECK_THROWS_WITH(ppsched::tune(q), Catch::Contains("rank 1 needs 3"));
+    }
     p.memory_limit.reset();
     p.costs.per_stage.resize(5);
     CHECK_THROWS_WITH(ppsched::tune(p),

@@ -116,7 +116,8 @@ namespace detail::tune {
 /// Which stages run B in each search of orders that run B (`tune` step 6), for a split
 /// problem where some stage's B is cheaper than its I + W: first none of them (an empty choice:
 /// the fused problem, B on every stage), then every such stage, those of the first half of the
-/// pipeline and those of the second half (each once, and only when it differs).
+/// pipeline, those of the second half and the first stage alone (each once, and only when it
+/// differs).
 [[nodiscard]] inline std::vector<std::vector<char>> b_stage_choices(const tune_problem& p) {
     const int stages = p.cfg().num_stages();
     std::vector<int> cheap;
@@ -136,6 +137,9 @@ namespace detail::tune {
     add([](int) { return true; });
     add([&](int s) { return s < stages / 2; });
     add([&](int s) { return s >= stages / 2; });
+    // The first stage alone: its input gradient feeds no other stage, so splitting its
+    // backward buys only W's deferral, while B is cheaper.
+    add([](int s) { return s == 0; });
     return out;
 }
 
@@ -452,14 +456,15 @@ struct beam_plan {
             result.candidates.push_back(std::move(cand));
             continue;
         }
-        bool splits = false;
-        for (std::size_t r = 0; r < o.num_ranks() && !splits; ++r)
-            for (const slot& sl : o[r])
-                if (sl && (sl->kind() == action_kind::backward_input ||
-                           sl->kind() == action_kind::backward_weight ||
-                           (sl->is_overlap() &&
-                            sl->backward_part().kind() == action_kind::backward_input)))
-                    splits = true;
+        bool splits = false, fuses = false;
+        for (std::size_t r = 0; r < o.num_ranks(); ++r)
+            for (const slot& sl : o[r]) {
+                if (!sl) continue;
+                const action_kind k = sl->is_overlap() ? sl->backward_part().kind() : sl->kind();
+                splits =
+                    splits || k == action_kind::backward_input || k == action_kind::backward_weight;
+                fuses = fuses || k == action_kind::full_backward;
+            }
         sequences seq;
         const bool usable = to_sequences(m, o, seq);
         if (splits && !m.split) {
@@ -483,9 +488,12 @@ struct beam_plan {
             }
         }
         // (Fused, a built-in that splits the backward is no answer itself, but its order with
-        // each I run as B, and no W, is a start point: named so.)
+        // each I run as B, and no W, is a start point; split, one that runs B starts from its
+        // order with each B as I then W, which may be faster: named so.)
         if (usable)
-            add_start(splits && !m.split ? cand.name + " (each I run as B)" : cand.name,
+            add_start(splits && !m.split ? cand.name + " (each I run as B)"
+                      : fuses && m.split ? cand.name + " (each B run as I then W)"
+                                         : cand.name,
                       std::move(seq));
         result.candidates.push_back(std::move(cand));
     }
@@ -496,6 +504,9 @@ struct beam_plan {
                      [&](const start_point& sp) { return sp.eval.makespan <= target; })) {
         sequences seq;
         for (const greedy_rule& g : greedy_rules(m)) {
+            // On millions of actions a greedy order takes about a second: past the time limit,
+            // a built-in start is enough (the sequential one is not).
+            if (many_actions && starts.size() > 1 && clock::now() >= spend.deadline) break;
             if (greedy_order(m, g, seq)) add_start("greedy", seq);
             if (spend.spent(ev)) break;
         }
@@ -870,7 +881,14 @@ struct beam_plan {
                     result.peak_memory.clear();
                     for (const rank_summary& rs : fs.ranks)
                         result.peak_memory.push_back(rs.peak_memory);
-                    result.start = fr.start + (as_b.empty() ? " (fused)" : " (mixed)");
+                    // (Its B taken apart or not, the mixed order runs B where it chose: one
+                    // suffix.)
+                    std::string from = fr.start;
+                    const std::string split_b = " (each B run as I then W)";
+                    if (from.size() > split_b.size() &&
+                        from.compare(from.size() - split_b.size(), split_b.size(), split_b) == 0)
+                        from.resize(from.size() - split_b.size());
+                    result.start = from + (as_b.empty() ? " (fused)" : " (mixed)");
                     result.start_makespan = fr.start_makespan;
                     result.time_to_best = result.elapsed + fr.time_to_best;
                     clamp_bounds();

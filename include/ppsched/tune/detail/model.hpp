@@ -194,16 +194,16 @@ struct model {
         const double limit = *p.memory_limit;
         PPSCHED_EXPECTS(finite_non_negative(limit),
                         "ppsched::tune: the memory limit must be a finite non-negative number");
-        for (int r = 0; r < p.ranks; ++r) {
-            const auto ru = static_cast<std::size_t>(r);
-            PPSCHED_EXPECTS(fits_memory_limit(least[ru], limit), "ppsched::tune: the memory limit ",
-                            limit, " is below the least any order needs: rank ", r, " needs ",
-                            least[ru], " (parameters ", m.parameters[ru],
-                            " + one microbatch's activations on each of its stages ",
-                            least[ru] - m.parameters[ru], ")");
-            m.limit[ru] = limit;
-            m.fit_limit[ru] = limit + memory_limit_slack(limit);
-        }
+        // Named: the rank that needs the most (a user copies that figure into the limit).
+        const auto most =
+            static_cast<std::size_t>(std::max_element(least.begin(), least.end()) - least.begin());
+        PPSCHED_EXPECTS(fits_memory_limit(least[most], limit), "ppsched::tune: the memory limit ",
+                        limit, " is below the least any order needs: rank ", most, " needs ",
+                        least[most], " (parameters ", m.parameters[most],
+                        " + one microbatch's activations on each of its stages ",
+                        least[most] - m.parameters[most], ")");
+        m.limit.assign(static_cast<std::size_t>(p.ranks), limit);
+        m.fit_limit.assign(static_cast<std::size_t>(p.ranks), limit + memory_limit_slack(limit));
     }
     return m;
 }
