@@ -335,6 +335,13 @@ void collect_tuned(const compare_request& q, comparison& c) {
         prob.memory_limit = q.limit;
         tune_options topts;
         topts.time_limit = q.tune_seconds;
+        // The tuned order holds every compute action (more once lowered): over --max-actions it
+        // is skipped like the built-ins, before the search.
+        if (prob.compute_actions() > static_cast<double>(q.max_actions)) {
+            c.rejected.push_back({entry->pytorch_name, "more compute actions than --max-actions"});
+            c.tuned_entries.push_back(std::move(entry));
+            continue;
+        }
         try {
             const tune_result tr = tune(prob, topts);
             c.results.push_back(simulated(q, *entry, q.v_min, tr.best, q.costs));

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include <ppsched/algorithms/lower.hpp>
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/io/csv.hpp>
 #include <ppsched/io/svg.hpp>
@@ -63,7 +64,9 @@ constexpr std::array<option, 17> tune_own_options{{
      "thread); the result is the same for any count"},
     {"--seed", "N", "seed of the search's random choices (default 1)"},
     {"--output", "FILE", "write the order as PyTorch's CSV (compute_only format) to FILE"},
-    {"--picture", "FILE", "draw the tuned order above the best built-in schedule (SVG)"},
+    {"--picture", "FILE",
+     "draw the tuned order above the best built-in schedule (SVG), and 1F1B too on a loop of one "
+     "stage per rank where it is not the best"},
     {"--max-boxes", "N",
      "with --picture: draw at most N actions in all (default 1000000); more is an error, "
      "before the search where the tuned order alone is more"},
@@ -88,9 +91,11 @@ constexpr command_help tune_help{
         "docs/tuning.md), or lower it with 'ppsched lower'. gap = (makespan - bound) / bound;\n"
         "gap 0 proves the order optimal (null in JSON when the bound is 0 and the makespan is\n"
         "not: nothing is proven). The search is deterministic for a seed unless the\n"
-        "time limit cuts it short. JSON output: {makespan, lower_bound, gap, optimal,\n"
-        "bubble_fraction, peak_memory: [per rank], memory_limit, best_builtin: {name, makespan}\n"
-        "| null, start: {name, makespan}, evaluations, exact_nodes, beam_nodes, seconds,\n"
+        "time limit cuts it short. JSON output: {makespan, lowered_makespan (the order\n"
+        "lowered, as PyTorch runs it, where messages take time; else null), lower_bound, gap,\n"
+        "optimal, bubble_fraction, peak_memory: [per rank], memory_limit, best_builtin:\n"
+        "{name, makespan} | null, start: {name, makespan}, evaluations, exact_nodes, beam_nodes, "
+        "seconds,\n"
         "time_to_best, stopped, bound: {one_machine, one_machine_rank, memory, memory_rank,\n"
         "memory_ramp, memory_ramp_rank, rank_relaxation, rank_relaxation_rank, search,\n"
         "exact_complete, least_memory}, candidates: [{name, applies, fits, makespan,\n"
@@ -127,7 +132,7 @@ tune_problem read_problem(const args& a) {
                           counted(p.stages_per_rank, "stage", "stages") +
                           " per rank): give one entry per stage, or --stages-per-rank to match");
     if (auto text = a.value("--memory-limit"))
-        p.memory_limit = parse_number(*text, "--memory-limit");
+        p.memory_limit = parse_positive(*text, "--memory-limit");
     return p;
 }
 
@@ -147,6 +152,7 @@ std::string seconds(double s) {
 }
 
 std::string text_report(const tune_problem& p, const tune_result& r, const simulation& sim,
+                        const std::optional<double>& lowered,
                         const std::optional<std::string>& csv_path,
                         const std::optional<std::string>& picture_path) {
     std::string out = "tune: " + counted(p.ranks, "rank", "ranks") + ", " +
@@ -166,6 +172,10 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
             ? "gap unbounded: a bound of 0 proves nothing"
             : "gap " + percent(r.gap) + ": no valid order is faster than the bound");
     row("bubble", percent(sim.bubble_fraction), "idle / (ranks x makespan)");
+    if (lowered)
+        row("lowered", format_number(*lowered),
+            "as PyTorch runs it ('ppsched lower': receives wait in each rank's order); the "
+            "makespan and bound above are the compute-only order's");
     // Past the time limit the remaining built-ins are not tried (huge problems): say so.
     long long untried = 0;
     for (const tune_candidate& c : r.candidates)
@@ -203,6 +213,19 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
         rows.push_back({std::to_string(rs.rank), format_number(rs.busy), format_number(rs.idle),
                         format_number(rs.peak_memory)});
     append_aligned_table(out, rows);
+    // Without a limit the search minimises time only: say where memory went up for nothing
+    // the user asked for (an order as fast may need far less).
+    if (!p.memory_limit && !r.best_builtin.empty()) {
+        double peak = 0, builtin_peak = 0;
+        for (const rank_summary& rs : sim.ranks) peak = std::max(peak, rs.peak_memory);
+        for (const tune_candidate& c : r.candidates)
+            if (c.name == r.best_builtin) builtin_peak = c.peak_memory;
+        if (peak > builtin_peak)
+            out += "\nno --memory-limit: this order holds up to " + format_number(peak) +
+                   " where " + r.best_builtin + " holds " + format_number(builtin_peak) +
+                   "; the search minimises time only, so give --memory-limit " +
+                   format_number(builtin_peak) + " (or your budget) for an order within it\n";
+    }
     if (csv_path)
         out += "\nwrote " + *csv_path +
                " (PyTorch CSV, compute_only: torchtitan's pipeline_parallel_schedule_csv)\n";
@@ -211,9 +234,11 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
     return out;
 }
 
-std::string json_report(const tune_problem& p, const tune_result& r, const simulation& sim) {
+std::string json_report(const tune_problem& p, const tune_result& r, const simulation& sim,
+                        const std::optional<double>& lowered) {
     std::string out =
         "{\"makespan\": " + json_number(r.makespan) +
+        ", \"lowered_makespan\": " + (lowered ? json_number(*lowered) : std::string("null")) +
         ", \"lower_bound\": " + json_number(r.bound.value) + ", \"gap\": " + json_number(r.gap) +
         ", \"optimal\": " + (r.gap == 0 ? "true" : "false") +
         ", \"bubble_fraction\": " + json_number(sim.bubble_fraction) + ",\n \"peak_memory\": [";
@@ -327,6 +352,13 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
     const tune_result r = tune(problem, options);
     if (printed) std::fprintf(stderr, "\n");
     const simulation sim = simulate(r.best, problem.costs);
+    // Where messages take time, PyTorch's runtime (sends and receives in each rank's order,
+    // blocking it) can be slower than the compute-only order: time the lowered one too.
+    std::optional<double> lowered;
+    if (problem.costs.p2p_latency > 0 || problem.costs.p2p_transfer > 0) {
+        const simulation ls = simulate(lower(r.best), problem.costs);
+        if (ls) lowered = ls.makespan;
+    }
     std::vector<std::pair<std::string, std::string>> files;
     if (csv_path) files.emplace_back(*csv_path, io::write_csv(r.best));
     if (picture_path) {
@@ -363,8 +395,8 @@ int cmd_tune(std::span<const std::string> argv, output& out) {
         files.emplace_back(*picture_path, io::write_svg(charts, opts));
     }
     write_output_files(files); // all or none
-    if (format == "text") out.out = text_report(problem, r, sim, csv_path, picture_path);
-    if (format == "json") out.out = json_report(problem, r, sim);
+    if (format == "text") out.out = text_report(problem, r, sim, lowered, csv_path, picture_path);
+    if (format == "json") out.out = json_report(problem, r, sim, lowered);
     return exit_ok;
 }
 

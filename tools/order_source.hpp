@@ -132,13 +132,23 @@ struct sourced_order {
     // A per-stage cost array is for one order's stages: any other length is a mistake (a
     // file written for another stage count), not something to pad with the uniform values.
     if (!out.costs.per_stage.empty() &&
-        out.costs.per_stage.size() != static_cast<std::size_t>(out.o.cfg().num_stages()))
-        throw usage_error(
-            per_stage_source(a) + " gives " + std::to_string(out.costs.per_stage.size()) +
-            " per-stage entries but the order has " + std::to_string(out.o.cfg().num_stages()) +
-            " stages (ranks x stages per rank; with the dual placement stage i is the i-th "
-            "stage of the first pipeline for i < P*V/2 and of the second after it, see "
-            "docs/simulation.md)");
+        out.costs.per_stage.size() != static_cast<std::size_t>(out.o.cfg().num_stages())) {
+        const std::size_t given = out.costs.per_stage.size();
+        const auto ranks = static_cast<std::size_t>(out.o.cfg().ranks);
+        // A named schedule's stage count follows --stages-per-rank (2 by default for the
+        // interleaved ones): say which value this file fits.
+        const std::string hint =
+            out.o.cfg().placement == stage_placement::dual
+                ? "; with the dual placement stage i is the i-th stage of the first pipeline "
+                  "for i < P*V/2 and of the second after it, see docs/simulation.md"
+            : entry != nullptr && ranks > 0 && given % ranks == 0
+                ? "; this file fits --stages-per-rank " + std::to_string(given / ranks)
+                : "";
+        throw usage_error(per_stage_source(a) + " gives " + std::to_string(given) +
+                          " per-stage entries but the order has " +
+                          std::to_string(out.o.cfg().num_stages()) +
+                          " stages (ranks x stages per rank" + hint + ")");
+    }
     if (max_boxes > 0 && static_cast<long long>(out.o.action_count()) > max_boxes)
         throw usage_error(too_many_boxes(static_cast<long long>(out.o.action_count()), max_boxes));
     // An order that deadlocks cannot be lowered; it is timed as it is, and the simulation

@@ -95,6 +95,14 @@ endforeach()
 # Impossible problems and bad usage: exit 2 with a message, nothing on stdout.
 ppsched_cli_test(tune_memory_below_least 2 STDERR_HAS "below the least any order needs: rank 0 needs 2"
                  ARGS tune --ranks 4 --microbatches 8 --stages-per-rank 2 --memory-limit 1.5)
+# The message names the rank that needs the most, not the first over the limit.
+ppsched_cli_test(tune_memory_below_least_names_the_most 2
+                 STDERR_HAS "below the least any order needs: rank 1 needs 3"
+                 ARGS tune --ranks 2 --microbatches 4 --costs ${data}/costs_activation_1_3.json
+                      --memory-limit 0.5)
+# As every command's --memory-limit: a number > 0.
+ppsched_cli_test(tune_memory_limit_zero 2 STDERR_HAS "--memory-limit must be a number > 0, got '0'"
+                 ARGS tune --ranks 2 --microbatches 4 --activation 0 --memory-limit 0)
 ppsched_cli_test(tune_costs_wrong_length 2 STDERR_HAS "costs_uneven_8.json gives 8 per-stage entries but the problem has 4 stages"
                  ARGS tune --ranks 4 --microbatches 8 --costs ${uneven})
 ppsched_cli_test(tune_costs_ragged 2 STDERR_HAS "'B' has 4 entries but 'F' has 3"
@@ -254,3 +262,25 @@ ppsched_cli_test(compare_rank_share_memory_note 0 STDOUT_HAS "activations on a r
                  ARGS compare --ranks 4 --microbatches 8 --max-stages-per-rank 2)
 ppsched_cli_test(tune_overflow_message 2 STDERR_HAS "the search needs 4 x their total"
                  ARGS tune --ranks 4 --microbatches 8 --f 1e298)
+# compare's --max-actions skips the tuned order too, before its search.
+ppsched_cli_test(compare_max_actions_skips_tuned 1
+                 STDOUT_HAS "tuned (loop): more compute actions than --max-actions"
+                 ARGS compare --ranks 4 --microbatches 1000 --costs ${PROJECT_SOURCE_DIR}/examples/costs_uneven_4.json
+                      --max-actions 1000)
+# Where messages take time, tune also times the order as PyTorch runs it (lowered).
+ppsched_cli_test(tune_lowered_makespan 0 STDOUT_HAS "lowered        54 "
+                 ARGS tune --ranks 4 --microbatches 8 --placement v --p2p 0.5)
+ppsched_cli_test(tune_lowered_makespan_json 0 STDOUT_HAS "\"lowered_makespan\": 54,"
+                 ARGS tune --ranks 4 --microbatches 8 --placement v --p2p 0.5 --format json)
+ppsched_cli_test(tune_no_lowered_without_messages 0 STDOUT_HAS "\"lowered_makespan\": null,"
+                 ARGS tune --ranks 4 --microbatches 8 --placement v --format json)
+# Without a memory limit, a note where the answer holds more than the best built-in.
+ppsched_cli_test(tune_memory_note_without_limit 0
+                 STDOUT_HAS "no --memory-limit: this order holds up to "
+                 ARGS tune --ranks 4 --microbatches 32 --stages-per-rank 2
+                      --costs ${PROJECT_SOURCE_DIR}/examples/costs_uneven_4x2.json --time-limit 2 --threads 1)
+# A named schedule with a per-stage file of another stage count: the message says which
+# --stages-per-rank the file fits.
+ppsched_cli_test(simulate_per_stage_hint_stages_per_rank 2
+                 STDERR_HAS "8 per-stage entries but the order has 16 stages (ranks x stages per rank; this file fits --stages-per-rank 1)"
+                 ARGS simulate InterleavedZeroBubble --ranks 8 --microbatches 32 --costs ${uneven})
