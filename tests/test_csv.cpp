@@ -243,3 +243,20 @@ TEST_CASE("a typo in orders with I and W, lowered orders and DualPipe's is read 
     check("dualpipe", {.ranks = 2, .stages_per_rank = 2, .microbatches = 4}, false, "0B0", "0B17");
     check("one_f_one_b", {.ranks = 4, .microbatches = 8}, false, "0F3", "0F17");
 }
+
+TEST_CASE("a cell is stripped of Python's whitespace, Unicode spaces included", "[csv]") {
+    // PyTorch's _Action.from_str calls str.strip(): a no-break space, U+3000 or a \x1c around
+    // an action is dropped there, so here too.
+    const auto plain = ppsched::io::read_csv_rows("0F0,0B0\n");
+    for (const char* text : {"0F0\xC2\xA0,\xE3\x80\x80"
+                             "0B0\n",
+                             "\x1c"
+                             "0F0,0B0\x1f\n",
+                             "\xE2\x80\x89"
+                             "0F0\xC2\x85,0B0 \xE2\x80\xA8\n"}) {
+        INFO(text);
+        CHECK(ppsched::io::read_csv_rows(text) == plain);
+    }
+    // Not whitespace in Python: U+200B (zero width space) stays, and the action is refused.
+    CHECK_THROWS_AS(ppsched::io::read_csv_rows("0F0\xE2\x80\x8B,0B0\n"), ppsched::parse_error);
+}

@@ -142,7 +142,15 @@ int cmd_validate(std::span<const std::string> argv, output& out) {
     const transport t = read_transport(a);
     const std::string& path = a.positionals()[0];
     const std::string source = source_name(path);
-    const order_file o = read_order_file(a, io::read_csv_rows(read_input(path), source), source);
+    bool mark = false;
+    const order_file o =
+        read_order_file(a, io::read_csv_rows(read_input(path, &mark), source), source);
+    // Read here without it, but PyTorch's _load_csv opens the file as plain UTF-8: the mark
+    // stays in the first action, which it then refuses.
+    if (mark)
+        out.err += "ppsched: warning: " + source +
+                   " starts with a UTF-8 byte order mark: ppsched drops it, but PyTorch's "
+                   "_load_csv keeps it in the first action and fails; save the file without one\n";
     const validation_report report =
         validate(o.rows, o.cfg, validate_options{.transport = t, .idle_slots_in_lowered = false});
     if (format == "json") {

@@ -20,16 +20,19 @@ namespace ppsched::cli {
     return path == "-" ? "<stdin>" : printable(path, 1024);
 }
 
-/// The whole text of `path` ('-': standard input), without a UTF-8 byte order mark. Throws
-/// `parse_error` when it cannot be read, is a directory or is empty.
-[[nodiscard]] inline std::string read_input(const std::string& path) {
+/// The whole text of `path` ('-': standard input), without a UTF-8 byte order mark (then
+/// `had_mark` is set, where given). Throws `parse_error` when it cannot be read, is a directory
+/// or is empty.
+[[nodiscard]] inline std::string read_input(const std::string& path, bool* had_mark = nullptr) {
     std::error_code ec;
     if (path != "-" && std::filesystem::is_directory(path, ec))
         throw parse_error(printable(path, 1024) + ": is a directory, expected a file", 0, 0);
     std::string text = path == "-" ? read_stdin() : io::read_file(path);
     if (path != "-") files_read().push_back(path);
     // A UTF-8 byte order mark (some editors on Windows write one) is not part of the text.
-    if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+    const bool mark = text.starts_with("\xEF\xBB\xBF");
+    if (mark) text.erase(0, 3);
+    if (had_mark != nullptr) *had_mark = mark;
     if (text.empty()) throw parse_error(source_name(path) + ": empty file", 0, 0);
     return text;
 }

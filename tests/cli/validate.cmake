@@ -99,6 +99,10 @@ ppsched_cli_test(compare_memory_unit 0 STDOUT_HAS "memory: in memory units"
 
 # A UTF-8 byte order mark (some Windows editors write one) is not part of the order.
 ppsched_cli_test(validate_byte_order_mark 0 STDOUT_HAS "valid (2 ranks"
+                 STDERR_HAS "byte order mark" ARGS validate ${data}/good_bom.csv)
+# ... but PyTorch's loader keeps it: validate warns.
+ppsched_cli_test(validate_byte_order_mark_warns 0
+                 STDERR_HAS "starts with a UTF-8 byte order mark: ppsched drops it, but PyTorch's _load_csv keeps it"
                  ARGS validate ${data}/good_bom.csv)
 ppsched_cli_test(calibrate_directory 2 STDERR_HAS "is a directory"
                  ARGS calibrate ${data})

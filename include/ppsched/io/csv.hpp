@@ -22,9 +22,26 @@ namespace ppsched::io {
 
 namespace detail {
 
-/// Python's `str.strip()` whitespace, which PyTorch's `_Action.from_str` removes from a cell.
-[[nodiscard]] constexpr bool is_cell_space(char c) noexcept {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+/// Python's `str.strip()` whitespace (`str.isspace()`), which PyTorch's `_Action.from_str`
+/// removes from a cell: the bytes of the one whitespace character `s` starts with (`at_end`:
+/// ends with), in UTF-8, or 0. ASCII space, \t \n \v \f \r and \x1c-\x1f; U+0085, U+00A0,
+/// U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F and U+3000.
+[[nodiscard]] constexpr std::size_t cell_space(std::string_view s, bool at_end) noexcept {
+    auto byte = [&](std::size_t from_edge, std::size_t n) {
+        return static_cast<unsigned>(
+            static_cast<unsigned char>(s[at_end ? s.size() - n + from_edge : from_edge]));
+    };
+    if (s.empty()) return 0;
+    const unsigned a = byte(0, 1);
+    if (a == ' ' || (a >= '\t' && a <= '\r') || (a >= 0x1c && a <= 0x1f)) return 1;
+    if (s.size() >= 2 && byte(0, 2) == 0xC2 && (byte(1, 2) == 0x85 || byte(1, 2) == 0xA0)) return 2;
+    if (s.size() >= 3) {
+        const unsigned c = byte(0, 3) << 16 | byte(1, 3) << 8 | byte(2, 3);
+        if (c == 0xE19A80 || (c >= 0xE28080 && c <= 0xE2808A) || c == 0xE280A8 || c == 0xE280A9 ||
+            c == 0xE280AF || c == 0xE2819F || c == 0xE38080)
+            return 3;
+    }
+    return 0;
 }
 
 /// A parse error at `source:line:column` with `message` (the cell text made printable).
@@ -105,10 +122,10 @@ namespace detail {
             }
             // Whitespace around the text is not part of it (Python's str.strip()).
             std::size_t lead = 0;
-            while (lead < cell.size() && detail::is_cell_space(cell[lead])) ++lead;
+            for (std::size_t n; (n = detail::cell_space(cell.substr(lead), false)) > 0;) lead += n;
             cell.remove_prefix(lead);
             text_start += lead;
-            while (!cell.empty() && detail::is_cell_space(cell.back())) cell.remove_suffix(1);
+            for (std::size_t n; (n = detail::cell_space(cell, true)) > 0;) cell.remove_suffix(n);
             if (cell.empty()) {
                 row.push_back(slot{});
             } else {
