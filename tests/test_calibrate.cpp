@@ -339,3 +339,15 @@ TEST_CASE("damaged traces give a report or a config_error, never a crash", "[cal
     CHECK(reports + errors == 300);
     CHECK(reports > 0);
 }
+
+TEST_CASE("the text report's columns stay apart for OVERLAP costs", "[calibrate]") {
+    // DualPipeV overlaps F and B: its fitted kind, OVERLAP_F_B, is the longest.
+    const order lowered =
+        lower(generate<dualpipe_v>({.ranks = 2, .stages_per_rank = 2, .microbatches = 4}));
+    const calibration c = calibrate(make_trace(lowered, per_stage({1, 1, 1, 1}, {2, 2, 2, 2}, 0)));
+    const std::string text = format_calibration(c);
+    CHECK_THAT(text, Catch::Contains("  stage kind         samples"));
+    CHECK_THAT(text, Catch::Contains("\n  0     OVERLAP_F_B  1 "));
+    // A difference that rounds to 0 is "+0", never "(0)".
+    CHECK_THAT(text, !Catch::Contains("(0)"));
+}

@@ -437,10 +437,13 @@ inline stream stream_of(action_kind k) {
                 rep.notes.push_back("rank " + std::to_string(r) +
                                     ": no message links it to rank 0; its clock is not aligned");
     for (std::size_t r = 1; r < R; ++r)
-        if (rep.clock_offsets[r] != 0)
-            rep.notes.push_back("rank " + std::to_string(r) + "'s clock moved by " +
-                                std::to_string(rep.clock_offsets[r]) +
+        if (rep.clock_offsets[r] != 0) {
+            // As many digits as it takes, without "%f"'s six trailing zeros.
+            char shift[40];
+            std::snprintf(shift, sizeof shift, "%.15g", rep.clock_offsets[r]);
+            rep.notes.push_back("rank " + std::to_string(r) + "'s clock moved by " + shift +
                                 " trace units to agree with its messages");
+        }
 
     // 3./4. The message time, from the consumers that waited for theirs.
     std::vector<double> gaps;
@@ -639,14 +642,19 @@ inline stream stream_of(action_kind k) {
         " iterations (iteration " + std::to_string(r.shown_iteration) +
         ", the median step, is compared)\n";
     out += "\ncosts (median per stage and kind; spread = 1.4826 x MAD)\n";
-    out += "  stage kind   samples  median      min         max         spread      outliers\n";
+    out +=
+        "  stage kind         samples  median      min         max         spread      outliers\n";
+    // Each column padded to its width, and at least one space after a value that fills it.
+    auto pad = [](std::string& line, std::size_t to) {
+        line.resize(std::max(to, line.size() + 1), ' ');
+    };
     for (const auto& f : r.fits) {
         std::string line = "  " + std::to_string(f.stage);
-        line.resize(8, ' ');
+        pad(line, 8);
         line += std::string(code(f.kind));
-        line.resize(15, ' ');
+        pad(line, 21);
         line += std::to_string(f.samples);
-        line.resize(24, ' ');
+        pad(line, 30);
         for (double v : {f.median, f.min, f.max, f.spread}) {
             line += num(v);
             line.resize(line.size() + (12 - std::min<std::size_t>(11, num(v).size())), ' ');
@@ -686,18 +694,20 @@ inline stream stream_of(action_kind k) {
         out += "  rank  measured idle  predicted idle\n";
         for (std::size_t k = 0; k < r.measured_idle.size(); ++k) {
             std::string line = "  " + std::to_string(k);
-            line.resize(8, ' ');
+            pad(line, 8);
             line += num(r.measured_idle[k]);
-            line.resize(23, ' ');
+            pad(line, 23);
             line += num(k < r.predicted_idle.size() ? r.predicted_idle[k] : 0);
             out += line + "\n";
         }
         out += "largest differences (end of an action, measured vs predicted):\n";
-        for (const auto& d : r.largest_differences)
+        for (const auto& d : r.largest_differences) {
+            // The sign of the difference as printed (a rounded 0 is "+0").
+            const double diff = rounded(d.predicted_end - d.measured_end, d.measured_end);
             out += "  rank " + std::to_string(d.rank) + " " + to_string(d.act) + ": measured " +
                    num(d.measured_end) + ", predicted " + num(d.predicted_end) + " (" +
-                   (d.predicted_end >= d.measured_end ? "+" : "") +
-                   num(rounded(d.predicted_end - d.measured_end, d.measured_end)) + ")\n";
+                   (diff >= 0 ? "+" : "") + num(diff) + ")\n";
+        }
     } else {
         out += "\nno replay: " + r.problem + "\n";
     }
