@@ -78,9 +78,16 @@ struct sourced_order {
         if (a.has("--placement"))
             throw usage_error("--placement needs --csv (a schedule has its own placement)");
         const schedule_entry* found = builtin_schedules().find(a.positionals()[0]);
-        if (found == nullptr)
-            throw usage_error("unknown schedule '" + printable(a.positionals()[0]) +
-                              "'; 'ppsched schedules' lists them");
+        if (found == nullptr) {
+            // A file named where a schedule goes: most likely a CSV order without --csv.
+            const std::string& name = a.positionals()[0];
+            const bool file_like = name.find('/') != std::string::npos ||
+                                   name.find('.') != std::string::npos || name == "-";
+            throw usage_error("unknown schedule '" + printable(name) +
+                              "'; 'ppsched schedules' lists them" +
+                              (file_like ? "; to read a CSV order give --csv " + printable(name)
+                                         : std::string()));
+        }
         if (!a.has("--ranks")) throw usage_error("missing option --ranks P");
         if (!a.has("--microbatches")) throw usage_error("missing option --microbatches M");
         generated.ranks = static_cast<int>(a.integer("--ranks", 1, max_stage + 1, 1));

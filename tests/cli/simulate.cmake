@@ -163,3 +163,6 @@ add_test(NAME cli.simulate_doc_cost_example
 # B not given is I + W: where that sum overflows, say so (was "costs up to inf over 8 actions").
 ppsched_cli_test(simulate_derived_b_overflows 2 STDERR_HAS "a derived cost overflows"
                  ARGS simulate 1F1B --ranks 2 --microbatches 2 --i 1e308 --w 1e308)
+# A CSV file named where a schedule goes: the message says to give --csv.
+ppsched_cli_test(simulate_csv_without_flag 2 STDERR_HAS "; to read a CSV order give --csv "
+                 ARGS simulate ${data}/good_lf.csv)
