@@ -1103,3 +1103,33 @@ TEST_CASE("order::push refuses a rank the order does not have", "[validate]") {
     CHECK_THROWS_AS(o.push_idle(2), ppsched::config_error);
     CHECK(o.action_count() == 1);
 }
+
+TEST_CASE("a stray copy of a receive or REDUCE_GRAD on another rank is the one blamed",
+          "[validate]") {
+    // A lowered 2 x 2 order, correct but for a second 1RECV_F0 on rank 0 (before the correct
+    // one on rank 1 in the checks' order) or a second 1REDUCE_GRAD there.
+    const std::string rank0 = "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,"
+                              "0REDUCE_GRAD,0RESHARD";
+    const std::string rank1 = "1UNSHARD,1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,"
+                              "1REDUCE_GRAD,1RESHARD\n";
+    REQUIRE(validate(ppsched::io::read_csv(rank0 + "\n" + rank1)));
+    for (const char* stray : {"1RECV_F0", "1REDUCE_GRAD"}) {
+        INFO(stray);
+        const auto report = validate(ppsched::io::read_csv(rank0 + "," + stray + "\n" + rank1));
+        REQUIRE_FALSE(report.valid());
+        for (const auto& v : report) {
+            INFO(ppsched::to_string(report));
+            CHECK(v.rank == 0); // the stray copy, never the correct one on rank 1
+            CHECK((v.what == rule::wrong_rank || v.what == rule::duplicate_action));
+        }
+    }
+}
+
+TEST_CASE("a typo in one half of an OVERLAP_F_B leaves the other half counted", "[validate]") {
+    const config cfg{.ranks = 1, .microbatches = 3};
+    const auto report =
+        validate(ppsched::io::read_csv("0F0,0F1,(0F2;0B7)OVERLAP_F_B,0B0,0B1,0B2\n", cfg));
+    REQUIRE_FALSE(report.valid());
+    CHECK(report.total() == 1);
+    CHECK(report[0].what == rule::microbatch_out_of_range); // and no "missing 0F2"
+}

@@ -271,11 +271,16 @@ class validator {
                 }
                 std::array<action, 2> parts;
                 const int np = a->parts(parts);
-                bool usable = true;
+                // Each part that can be indexed is recorded, even beside a part that cannot
+                // (a typo in one half of an OVERLAP_F_B would else report the other missing).
+                std::array<bool, 2> usable{};
+                for (int k = 0; k < np; ++k) {
+                    const auto i = static_cast<std::size_t>(k);
+                    usable[i] = check_structure(r, step, parts[i]);
+                }
                 for (int k = 0; k < np; ++k)
-                    usable = check_structure(r, step, parts[static_cast<std::size_t>(k)]) && usable;
-                if (!usable) continue;
-                for (int k = 0; k < np; ++k) record(r, step, parts[static_cast<std::size_t>(k)]);
+                    if (usable[static_cast<std::size_t>(k)])
+                        record(r, step, parts[static_cast<std::size_t>(k)]);
             }
         }
     }
@@ -338,10 +343,15 @@ class validator {
             return;
         case action_kind::reduce_grad:
             any_stage_action_ = true;
-            if (si.reduce_grad.present())
-                add(rule::duplicate_action, here, a, si.reduce_grad, a);
-            else
+            if (!si.reduce_grad.present()) {
                 si.reduce_grad = here;
+            } else if (si.reduce_grad.rank != home(a.stage()) && here.rank == home(a.stage())) {
+                // The earlier copy is the stray one: blame it, and keep the one at home.
+                add(rule::duplicate_action, si.reduce_grad, a, here, a);
+                si.reduce_grad = here;
+            } else {
+                add(rule::duplicate_action, here, a, si.reduce_grad, a);
+            }
             return;
         default:
             break;
@@ -351,12 +361,13 @@ class validator {
         order_pos& slot_pos = first_[c];
         if (slot_pos.present()) {
             // The copy on the wrong rank is the stray one (it also breaks wrong_rank): blame it,
-            // not the copy where the action belongs.
-            if (slot_pos.rank != home(a.stage()) && here.rank == home(a.stage()))
-                add(rule::duplicate_action, slot_pos, a, here, a);
-            else
+            // not the copy where the action belongs, and let the later checks see the one at
+            // home (else a receive at home is reported missing, "it is at" the stray's place).
+            if (slot_pos.rank == home(a.stage()) || here.rank != home(a.stage())) {
                 add(rule::duplicate_action, here, a, slot_pos, a);
-            return;
+                return;
+            }
+            add(rule::duplicate_action, slot_pos, a, here, a);
         }
         slot_pos = here;
         ev_[c] = ev_present;
