@@ -85,7 +85,10 @@ class parser {
 
     /// Throws `message` at pos_, with what is found there: the character at pos_, or the text
     /// `what` (quoted) where the caller gives it.
-    [[noreturn]] void fail(const std::string& message, std::string_view what = {}) const {
+    /// Throws `parse_error` at the current position: "message, found X", X the text `what`
+    /// (quoted unless `quote` is false) or what is there.
+    [[noreturn]] void fail(const std::string& message, std::string_view what = {},
+                           bool quote = true) const {
         // Line and column of pos_, counted on demand: errors are rare, text is small.
         std::size_t line = 1, column = 1;
         for (std::size_t i = 0; i < pos_ && i < s_.size(); ++i) {
@@ -98,7 +101,7 @@ class parser {
         }
         std::string found;
         if (!what.empty())
-            found = "'" + std::string(what) + "'";
+            found = quote ? "'" + std::string(what) + "'" : std::string(what);
         else if (pos_ >= s_.size())
             found = "the end of the text";
         else if (s_[pos_] >= ' ' && s_[pos_] < 127)
@@ -154,8 +157,8 @@ class parser {
                 // A hash set, not a scan of the keys so far: linear in the object's size.
                 if (!seen.insert(key).second) {
                     pos_ = key_at;
-                    fail("expected each key once ('" + ppsched::detail::printable(key) +
-                         "' repeats)");
+                    fail("expected each key once",
+                         "'" + ppsched::detail::printable(key) + "' a second time", false);
                 }
                 skip_ws();
                 if (pos_ >= s_.size() || s_[pos_] != ':') fail("expected ':' after the key");
@@ -256,7 +259,13 @@ class parser {
         if (ec == std::errc::result_out_of_range) {
             const std::string_view text = s_.substr(start, pos_ - start);
             pos_ = start;
-            fail("expected a number that fits a double", text.substr(0, 40)); // a long one cut
+            // Too close to 0 (a negative exponent) or too large; a long one is cut.
+            const std::size_t e = text.find_first_of("eE");
+            const bool tiny =
+                e != std::string_view::npos && e + 1 < text.size() && text[e + 1] == '-';
+            fail(tiny ? "expected a number a double can hold (this one is too close to 0: write 0)"
+                      : "expected a number that fits a double",
+                 text.substr(0, 40));
         }
         (void)end;
         return out;
