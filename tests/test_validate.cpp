@@ -1125,6 +1125,22 @@ TEST_CASE("a stray copy of a receive or REDUCE_GRAD on another rank is the one b
     }
 }
 
+TEST_CASE("a stray backward copy on another rank hides no error of the correct one", "[validate]") {
+    // Rank 1 reduces stage 1's gradients before its last backward (1B1): reduce_grad_early,
+    // found with or without a stray 1B1 on rank 0 (checked first, at a later step).
+    const std::string rank0 = "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,"
+                              "0REDUCE_GRAD,0RESHARD";
+    const std::string rank1 = "1UNSHARD,1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1REDUCE_GRAD,"
+                              "1B1,1SEND_B1,1RESHARD\n";
+    auto has_early = [](const ppsched::validation_report& report) {
+        return std::any_of(report.begin(), report.end(), [](const auto& v) {
+            return v.what == rule::reduce_grad_early && v.rank == 1;
+        });
+    };
+    CHECK(has_early(validate(ppsched::io::read_csv(rank0 + "\n" + rank1))));
+    CHECK(has_early(validate(ppsched::io::read_csv(rank0 + ",1B1\n" + rank1))));
+}
+
 TEST_CASE("a typo in one half of an OVERLAP_F_B leaves the other half counted", "[validate]") {
     const config cfg{.ranks = 1, .microbatches = 3};
     const auto report =

@@ -371,10 +371,17 @@ class validator {
         }
         slot_pos = here;
         ev_[c] = ev_present;
-        if (is_backward(a.kind()) &&
-            (!si.last_backward.present() || step > si.last_backward.step)) {
-            si.last_backward = here;
-            si.last_backward_action = a;
+        if (is_backward(a.kind())) {
+            // The stage's last backward: one at home wins over a stray copy elsewhere (steps of
+            // two ranks do not compare), then the later step.
+            const bool at_home = here.rank == home(a.stage());
+            const bool last_at_home =
+                si.last_backward.present() && si.last_backward.rank == home(a.stage());
+            if (!si.last_backward.present() || (at_home && !last_at_home) ||
+                (at_home == last_at_home && step > si.last_backward.step)) {
+                si.last_backward = here;
+                si.last_backward_action = a;
+            }
         }
     }
 
