@@ -183,7 +183,12 @@ TEST_CASE("Megatron's layout checks: embedding first, loss last, MTP after the d
     CHECK(refusal("Ett|EtL", 2) == "it takes exactly one embedding layer");
     CHECK(refusal("Et|LtL", 2) == "it takes exactly one loss layer");
     CHECK(refusal("Em|ttL", 2) == "every decoder layer must come before the MTP layers");
-    CHECK(refusal("Etm|m|L|", 2) == "all MTP layers must be on one stage");
-    // Stage 1 is rank 1's first of two stages.
+    // Stage 1 is rank 1's first of two stages; stages 2 and 3 are the ranks' last.
     CHECK(refusal("Et|m|L|", 2) == "the MTP layers must be on the last stage of their rank");
+    CHECK(refusal("Etm|m|L|", 2) == "the MTP layers must be on the last stage of their rank");
+    CHECK(refusal("Et|t|m|mL", 2) == "all MTP layers must be on one stage");
+    // The stage count first, as Megatron's constructor asserts it.
+    CHECK(refusal("Et|tL", 3) == "its 2 stages are not a multiple of the 3 pipeline ranks");
+    CHECK(refusal("Et|t|mL", 2) == "its 3 stages are not a multiple of the 2 pipeline ranks");
+    CHECK(refusal("EtL", 0) == "it needs at least one pipeline rank");
 }

@@ -187,17 +187,26 @@ inline std::string write_stage(const std::vector<layer_kind>& stage) {
 }
 
 /// Why Megatron-LM would refuse `stages` as `--pipeline-model-parallel-layout` on `ranks`
-/// pipeline ranks (its `validate_layer_layout`), or "" when it accepts them: the layers
-/// must begin with the one embedding and end with the one loss, every decoder must come
-/// before the MTP layers, which must all be on one stage, the last of its rank (Megatron
-/// places stage s on rank s % ranks). Linear in the layers.
+/// pipeline ranks (its `PipelineParallelLayerLayout` and `validate_layer_layout`), or "" when
+/// it accepts them: a multiple of `ranks` stages; the layers must begin with the one embedding
+/// and end with the one loss, every decoder must come before the MTP layers, which must all be
+/// on one stage, the last of its rank (Megatron places stage s on rank s % ranks). (The counts
+/// of decoder and MTP layers it checks against its own flags.) Linear in the layers.
 [[nodiscard]] inline std::string megatron_layout_refusal(const stage_layout& stages, int ranks) {
+    // In the order Megatron asserts them: the stage count, then the layers.
+    if (ranks <= 0) return "it needs at least one pipeline rank";
+    const auto p = static_cast<std::size_t>(ranks);
+    if (stages.empty() || stages.size() % p != 0)
+        return "its " + std::to_string(stages.size()) + " stages are not a multiple of the " +
+               std::to_string(ranks) + " pipeline ranks";
     std::vector<layer_kind> flat;
-    std::size_t mtp_stage = stages.size(), mtp_stages = 0;
+    std::size_t mtp_stages = 0;
+    bool mtp_not_last = false; // on a stage that is not its rank's last (s + p < stages)
     for (std::size_t s = 0; s < stages.size(); ++s) {
         flat.insert(flat.end(), stages[s].begin(), stages[s].end());
         if (std::find(stages[s].begin(), stages[s].end(), layer_kind::mtp) != stages[s].end()) {
-            if (mtp_stages++ == 0) mtp_stage = s;
+            ++mtp_stages;
+            mtp_not_last = mtp_not_last || s + p < stages.size();
         }
     }
     const auto count = [&](layer_kind k) { return std::count(flat.begin(), flat.end(), k); };
@@ -209,9 +218,8 @@ inline std::string write_stage(const std::vector<layer_kind>& stage) {
     const auto first_mtp = std::find(flat.begin(), flat.end(), layer_kind::mtp);
     if (std::find(first_mtp, flat.end(), layer_kind::decoder) != flat.end())
         return "every decoder layer must come before the MTP layers";
+    if (mtp_not_last) return "the MTP layers must be on the last stage of their rank";
     if (mtp_stages > 1) return "all MTP layers must be on one stage";
-    if (mtp_stages == 1 && ranks > 0 && mtp_stage + static_cast<std::size_t>(ranks) < stages.size())
-        return "the MTP layers must be on the last stage of their rank";
     return {};
 }
 
