@@ -93,6 +93,11 @@ TEST_CASE("malformed JSON is reported with the file, line and column", "[cost_js
     CHECK(error_of("{\"F\": -2.5e-400}") ==
           "costs.json:1:7: expected a number a double can hold (this one is too close to 0: write "
           "0), found '-2.5e-400'");
+    // Too large with a negative exponent; too close to 0 without one.
+    CHECK_THAT(error_of("{\"F\": 1" + std::string(400, '0') + "e-5}"),
+               Catch::Contains("expected a number that fits a double"));
+    CHECK_THAT(error_of("{\"F\": 0." + std::string(400, '0') + "1}"),
+               Catch::Contains("too close to 0"));
     // A long one is cut to its first 40 characters.
     CHECK(error_of("{\"F\": 1" + std::string(400, '0') + "}") ==
           "costs.json:1:7: expected a number that fits a double, found '1" + std::string(39, '0') +

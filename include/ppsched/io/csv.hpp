@@ -61,12 +61,11 @@ namespace detail {
 /// slot. LF, CRLF and CR line ends. A blank line is a rank without actions, but blank lines at
 /// the end of the text are ignored (an editor's trailing newlines). Refused: a quote after
 /// leading spaces (PyTorch refuses it too), and, stricter than PyTorch, text after a quoted
-/// cell's closing quote and a quoted cell spanning lines (PyTorch's pattern matches only the
-/// start of a cell, so `"0F0"x` and a quoted `0F0<newline>0F1` load there as 0F0: a typo
-/// silently dropped).
-/// Throws `parse_error` naming `source`, the 1-based line and column, and what was expected;
-/// a cell is quoted in messages with control characters escaped and cut to 80 characters.
-/// Complexity: linear in the text.
+/// cell's closing quote (whitespace there is stripped) and a quoted cell spanning lines (PyTorch's
+/// pattern matches only the start of a cell, so `"0F0"x` and a quoted `0F0<newline>0F1` load there
+/// as 0F0: a typo silently dropped). Throws `parse_error` naming `source`, the 1-based line and
+/// column, and what was expected; a cell is quoted in messages with control characters escaped and
+/// cut to 80 characters. Complexity: linear in the text.
 [[nodiscard]] inline std::vector<rank_slots> read_csv_rows(std::string_view text,
                                                            std::string_view source = "<csv>") {
     std::vector<rank_slots> rows;
@@ -107,6 +106,9 @@ namespace detail {
                     detail::csv_error(source, line_no, cell_start + 1,
                                       "a quoted cell without its closing '\"' on this line "
                                       "(a cell may not span lines: one line per rank)");
+                // Whitespace after the closing quote is kept by csv.reader and stripped by
+                // _Action.from_str: allowed; any other text is refused.
+                for (std::size_t n; (n = detail::cell_space(line.substr(i), false)) > 0;) i += n;
                 if (i < line.size() && line[i] != ',')
                     detail::csv_error(source, line_no, i + 1,
                                       "unexpected text after a quoted cell (expected ',' or the "

@@ -5,6 +5,7 @@
 /// about 250 lines buy exact error positions (`file:line:column: expected ...`) and no
 /// install-time requirement. Reads into a plain tree; not constexpr (it builds std::strings).
 
+#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -232,6 +233,39 @@ class parser {
 
     static bool digit(char c) noexcept { return c >= '0' && c <= '9'; }
 
+    // Whether a JSON number out of a double's range is so by being too close to 0: the decimal
+    // exponent of its first nonzero digit, plus its exponent, is negative (both saturated:
+    // only the sign of the sum matters).
+    static bool too_close_to_zero(std::string_view t) noexcept {
+        constexpr long long cap = 1LL << 40;
+        long long where = 0, exponent = 0;
+        bool seen = false; // a nonzero digit
+        std::size_t i = !t.empty() && t[0] == '-' ? 1 : 0;
+        for (; i < t.size() && digit(t[i]); ++i) {
+            if (seen)
+                where = std::min(where + 1, cap);
+            else if (t[i] != '0')
+                seen = true; // where = 0: the ones
+        }
+        if (i < t.size() && t[i] == '.') {
+            long long k = 0; // the fraction digit's place
+            for (++i; i < t.size() && digit(t[i]); ++i) {
+                k = std::min(k + 1, cap);
+                if (!seen && t[i] != '0') {
+                    seen = true;
+                    where = -k;
+                }
+            }
+        }
+        bool negative = false;
+        if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+            if (++i < t.size() && (t[i] == '-' || t[i] == '+')) negative = t[i++] == '-';
+            for (; i < t.size() && digit(t[i]); ++i)
+                exponent = std::min(exponent * 10 + (t[i] - '0'), cap);
+        }
+        return where + (negative ? -exponent : exponent) < 0;
+    }
+
     double parse_number() {
         // Check JSON's grammar first (from_chars accepts more, e.g. "inf" or a leading '+').
         const std::size_t start = pos_;
@@ -259,12 +293,10 @@ class parser {
         if (ec == std::errc::result_out_of_range) {
             const std::string_view text = s_.substr(start, pos_ - start);
             pos_ = start;
-            // Too close to 0 (a negative exponent) or too large; a long one is cut.
-            const std::size_t e = text.find_first_of("eE");
-            const bool tiny =
-                e != std::string_view::npos && e + 1 < text.size() && text[e + 1] == '-';
-            fail(tiny ? "expected a number a double can hold (this one is too close to 0: write 0)"
-                      : "expected a number that fits a double",
+            // Too close to 0 or too large; a long one is cut.
+            fail(too_close_to_zero(text)
+                     ? "expected a number a double can hold (this one is too close to 0: write 0)"
+                     : "expected a number that fits a double",
                  text.substr(0, 40));
         }
         (void)end;
