@@ -24,7 +24,9 @@ constexpr std::array<option, 6> render_own_options{{
     {"--title", "TEXT", "the chart's first title line (default: schedule and configuration)"},
     {"--no-labels", "", "no microbatch numbers in the boxes"},
     {"--memory", "", "draw each rank's activation memory over time under the chart"},
-    {"--memory-limit", "X", "with --memory: a dashed line at activation memory X"},
+    {"--memory-limit", "X",
+     "with --memory: a dashed line at activation memory X (activations only: simulate's and "
+     "report's --memory-limit add the parameters)"},
 }};
 
 constexpr auto render_options = with_timeline_options(render_own_options);

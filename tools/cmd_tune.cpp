@@ -21,6 +21,7 @@
 #include <ppsched/algorithms/lower.hpp>
 #include <ppsched/algorithms/simulate.hpp>
 #include <ppsched/io/csv.hpp>
+#include <ppsched/memory_limit.hpp>
 #include <ppsched/io/svg.hpp>
 #include <ppsched/registry.hpp>
 #include <ppsched/tune/tune.hpp>
@@ -220,7 +221,7 @@ std::string text_report(const tune_problem& p, const tune_result& r, const simul
         for (const rank_summary& rs : sim.ranks) peak = std::max(peak, rs.peak_memory);
         for (const tune_candidate& c : r.candidates)
             if (c.name == r.best_builtin) builtin_peak = c.peak_memory;
-        if (peak > builtin_peak)
+        if (!fits_memory_limit(peak, builtin_peak)) // (not for a last-bit difference)
             out += "\nno --memory-limit: this order holds up to " + format_number(peak) +
                    " where " + r.best_builtin + " holds " + format_number(builtin_peak) +
                    "; the search minimises time only, so give --memory-limit " +

@@ -143,14 +143,23 @@ struct sourced_order {
         const std::size_t given = out.costs.per_stage.size();
         const auto ranks = static_cast<std::size_t>(out.o.cfg().ranks);
         // A named schedule's stage count follows --stages-per-rank (2 by default for the
-        // interleaved ones): say which value this file fits.
-        const std::string hint =
-            out.o.cfg().placement == stage_placement::dual
-                ? "; with the dual placement stage i is the i-th stage of the first pipeline "
-                  "for i < P*V/2 and of the second after it, see docs/simulation.md"
-            : entry != nullptr && ranks > 0 && given % ranks == 0
-                ? "; this file fits --stages-per-rank " + std::to_string(given / ranks)
-                : "";
+        // interleaved ones): say which value this file fits, where the schedule takes it.
+        std::string hint;
+        if (out.o.cfg().placement == stage_placement::dual) {
+            hint = "; with the dual placement stage i is the i-th stage of the first pipeline "
+                   "for i < P*V/2 and of the second after it, see docs/simulation.md";
+        } else if (entry != nullptr && ranks > 0 && given % ranks == 0) {
+            config fitting = out.o.cfg();
+            fitting.stages_per_rank = static_cast<int>(given / ranks);
+            try {
+                builtin_schedules().check(entry->name, fitting);
+                hint = "; this file fits --stages-per-rank " + std::to_string(given / ranks);
+            } catch (const config_error& e) {
+                hint = "; this file fits " + std::to_string(given / ranks) +
+                       (given / ranks == 1 ? " stage" : " stages") + " per rank, which " +
+                       entry->pytorch_name + " does not take: " + e.what();
+            }
+        }
         throw usage_error(per_stage_source(a) + " gives " + std::to_string(given) +
                           " per-stage entries but the order has " +
                           std::to_string(out.o.cfg().num_stages()) +

@@ -284,3 +284,6 @@ ppsched_cli_test(tune_memory_note_without_limit 0
 ppsched_cli_test(simulate_per_stage_hint_stages_per_rank 2
                  STDERR_HAS "8 per-stage entries but the order has 16 stages (ranks x stages per rank; this file fits --stages-per-rank 1)"
                  ARGS simulate InterleavedZeroBubble --ranks 8 --microbatches 32 --costs ${uneven})
+ppsched_cli_test(simulate_per_stage_hint_not_taken 2
+                 STDERR_HAS "this file fits 1 stage per rank, which ZBVZeroBubble does not take"
+                 ARGS simulate ZBVZeroBubble --ranks 8 --microbatches 32 --costs ${uneven})
