@@ -325,14 +325,10 @@ TEST_CASE("tune: the mixed search tries B on the first stage alone", "[tune]") {
     // 3 ranks x 2 stages, one microbatch, F = 1, I = W = 2, B = 3. An order by hand: B on stage
     // 0 (its input gradient feeds no stage), I then W elsewhere. It is timed here by simulate;
     // every other mix the search tried (all B, I + W, either half) was slower.
-    tune_problem p;
-    p.ranks = 3;
-    p.microbatches = 1;
+    tune_problem p = with_b(3, 1, 3);
     p.stages_per_rank = 2;
-    p.costs.uniform.forward = 1;
     p.costs.uniform.backward_input = 2;
     p.costs.uniform.backward_weight = 2;
-    p.costs.uniform.full_backward = 3;
     const ppsched::order by_hand = ppsched::io::read_csv("0F0,3F0,3I0,3W0,0B0\n"
                                                          "1F0,4F0,4I0,4W0,1I0,1W0\n"
                                                          "2F0,5F0,5I0,5W0,2I0,2W0\n",

@@ -102,15 +102,16 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
     const model_description model = read_model_json(read_input(path), source_name(path));
     const plan_result r = plan(model, ranks, microbatches, opts);
 
-    const std::string layout = write_megatron_layout(layout_of(model, r.stage_layers));
+    const stage_layout stages = layout_of(model, r.stage_layers);
+    const std::string layout = write_megatron_layout(stages);
     // Megatron checks a layout's layers (embedding first, loss last, MTP after the decoders):
     // a model without them still plans, but its layout is then not one for Megatron's flag.
-    const std::string refusal = megatron_layout_refusal(layout_of(model, r.stage_layers), ranks);
+    const std::string refusal = megatron_layout_refusal(stages, ranks);
     const std::string modules = write_module_lists(module_lists(model, r.stage_layers));
+    const stage_layout default_stages =
+        r.default_schedule.empty() ? stage_layout{} : layout_of(model, r.default_stage_layers);
     const std::string default_layout =
-        r.default_schedule.empty()
-            ? std::string()
-            : write_megatron_layout(layout_of(model, r.default_stage_layers));
+        r.default_schedule.empty() ? std::string() : write_megatron_layout(default_stages);
     double peak = 0;
     for (double x : r.schedule.peak_memory) peak = x > peak ? x : peak;
     // No speedup where there is no baseline, or where every step costs nothing (0 / 0):
@@ -197,9 +198,8 @@ int cmd_plan(std::span<const std::string> argv, output& out) {
              " per rank, placement " + std::string(to_string_view(r.default_placement)) +
              ", best built-in " + r.default_schedule + "\n";
         s += "  step time      " + format_number(r.default_makespan) + " ms\n";
-        s += (megatron_layout_refusal(layout_of(model, r.default_stage_layers), ranks).empty()
-                  ? "  megatron       \""
-                  : "  layout         \"") +
+        s += (megatron_layout_refusal(default_stages, ranks).empty() ? "  megatron       \""
+                                                                     : "  layout         \"") +
              default_layout + "\"\n";
         s += std::isfinite(speedup)
                  ? "  speedup        " + format_number(speedup) + "x\n"

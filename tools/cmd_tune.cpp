@@ -95,12 +95,11 @@ constexpr command_help tune_help{
         "time limit cuts it short. JSON output: {makespan, lowered_makespan (the order\n"
         "lowered, as PyTorch runs it, where messages take time; else null), lower_bound, gap,\n"
         "optimal, bubble_fraction, peak_memory: [per rank], memory_limit, best_builtin:\n"
-        "{name, makespan} | null, start: {name, makespan}, evaluations, exact_nodes, beam_nodes, "
-        "seconds,\n"
-        "time_to_best, stopped, bound: {one_machine, one_machine_rank, memory, memory_rank,\n"
-        "memory_ramp, memory_ramp_rank, rank_relaxation, rank_relaxation_rank, search,\n"
-        "exact_complete, least_memory}, candidates: [{name, applies, fits, makespan,\n"
-        "peak_memory, why_not}]}.\n"
+        "{name, makespan} | null, start: {name, makespan}, evaluations, exact_nodes,\n"
+        "beam_nodes, seconds, time_to_best, stopped, bound: {one_machine, one_machine_rank,\n"
+        "memory, memory_rank, memory_ramp, memory_ramp_rank, rank_relaxation,\n"
+        "rank_relaxation_rank, search, exact_complete, least_memory}, candidates: [{name,\n"
+        "applies, fits, makespan, peak_memory, why_not}]}.\n"
         "Exit status 2 for a problem no order can meet (a memory limit below the least any\n"
         "order needs, which the message gives), malformed costs or bad usage.",
 };

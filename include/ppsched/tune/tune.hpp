@@ -51,6 +51,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -71,6 +72,10 @@
 
 namespace ppsched {
 namespace detail::tune {
+
+/// How a start point from a built-in schedule of B is named where the backward is split (its
+/// B taken apart into I then W); the mixed search drops it again from its start's name.
+inline constexpr std::string_view split_b_suffix = " (each B run as I then W)";
 
 /// A built-in order as the search's sequences: idle slots dropped, an `OVERLAP_F_B` as its two
 /// parts, `B` as `I` then `W` when the backward is split (never slower, same memory), `I` as
@@ -492,7 +497,7 @@ struct beam_plan {
         // order with each B as I then W, which may be faster: named so.)
         if (usable)
             add_start(splits && !m.split ? cand.name + " (each I run as B)"
-                      : fuses && m.split ? cand.name + " (each B run as I then W)"
+                      : fuses && m.split ? cand.name + std::string(split_b_suffix)
                                          : cand.name,
                       std::move(seq));
         result.candidates.push_back(std::move(cand));
@@ -884,10 +889,8 @@ struct beam_plan {
                     // (Its B taken apart or not, the mixed order runs B where it chose: one
                     // suffix.)
                     std::string from = fr.start;
-                    const std::string split_b = " (each B run as I then W)";
-                    if (from.size() > split_b.size() &&
-                        from.compare(from.size() - split_b.size(), split_b.size(), split_b) == 0)
-                        from.resize(from.size() - split_b.size());
+                    if (from.ends_with(split_b_suffix))
+                        from.resize(from.size() - split_b_suffix.size());
                     result.start = from + (as_b.empty() ? " (fused)" : " (mixed)");
                     result.start_makespan = fr.start_makespan;
                     result.time_to_best = result.elapsed + fr.time_to_best;
